@@ -1,0 +1,15 @@
+"""Transformer layers for Keras 3 (backend-agnostic: `keras.ops` only)."""
+
+from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.positional_embedding import PositionalEmbedding
+from keras_transformer.layers.rotary_embedding import RotaryEmbedding
+from keras_transformer.layers.transformer_decoder import TransformerDecoder
+from keras_transformer.layers.transformer_encoder import TransformerEncoder
+
+__all__ = [
+    "MultiHeadAttention",
+    "PositionalEmbedding",
+    "RotaryEmbedding",
+    "TransformerDecoder",
+    "TransformerEncoder",
+]

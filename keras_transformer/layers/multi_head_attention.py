@@ -1,0 +1,269 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_transformer.layers.masking import masked_fill_value, merge_attention_masks
+from keras_transformer.layers.rotary_embedding import RotaryEmbedding
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product attention, with masks and a key/value cache.
+
+    Projects queries, keys and values into `num_heads` heads, computes per head
+    `softmax(Q K^T / sqrt(key_dim)) V`, concatenates the heads and projects the result back to
+    the query's feature size (or `output_dim`). The softmax is computed in float32, and masked
+    logits take a value that stays finite in float16, so mixed precision is safe.
+
+    Masks are booleans, `True` meaning "may attend". Keras masks on `query` and `value` (for
+    example from `PositionalEmbedding`) are honoured, and merged with `attention_mask` and the
+    causal mask in one place.
+
+    The cache makes incremental decoding cheap. It is one tensor
+    `[batch, 2, cache_length, num_heads, key_dim]` holding keys (index 0) and values (index 1):
+    - with `cache_index` (self-attention while decoding): the keys/values of `query`'s new
+      positions are written into the cache at `cache_index`, and the query attends to every
+      cached position up to its own (the causal mask is offset by `cache_index`);
+    - without `cache_index` (cross-attention): the cache holds precomputed keys/values of the
+      encoder output (`compute_cache(value)`), and `value`/`key` are not used.
+    The cache has a fixed size, so decoding loops keep static shapes (XLA, SavedModel, TFLite).
+
+    Args:
+        num_heads: int. Number of attention heads.
+        key_dim: int. Size of each head's query and key projection.
+        value_dim: int. Size of each head's value projection. Defaults to `key_dim`.
+        dropout: float. Dropout rate on the attention weights.
+        use_bias: bool. Whether the query/key/value and output projections have a bias.
+        output_dim: int. Output feature size. Defaults to the query's last dimension.
+        use_rotary: bool. Apply rotary position embeddings (RoPE) to queries and keys.
+        rotary_max_wavelength: int. Longest RoPE wavelength.
+        kernel_initializer: initializer for the projection kernels.
+        bias_initializer: initializer for the projection biases.
+        **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `[batch, query_length, dim]`.
+        value: `[batch, value_length, dim]`; may be `None` when a cross-attention cache is given.
+        key: `[batch, value_length, dim]`; defaults to `value`.
+        attention_mask: boolean `[batch, query_length, value_length]`.
+        use_causal_mask: bool. Block attention from each position to later positions.
+        cache: `[batch, 2, cache_length, num_heads, key_dim]` key/value cache (see above).
+        cache_index: int or scalar int tensor. Where the new positions go in the cache.
+        return_attention_scores: bool. Also return the attention weights
+            `[batch, num_heads, query_length, value_length]`.
+        training: bool. Dropout is active only in training.
+
+    Returns:
+        `output`, then `attention_scores` if requested, then the updated `cache` if one was given.
+
+    Example:
+
+    >>> import numpy as np
+    >>> mha = MultiHeadAttention(num_heads=2, key_dim=4)
+    >>> x = np.random.rand(3, 5, 8).astype("float32")
+    >>> mha(x, x, use_causal_mask=True).shape
+    (3, 5, 8)
+
+    References:
+        - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), section 3.2.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        output_dim=None,
+        use_rotary=False,
+        rotary_max_wavelength=10000,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim or key_dim
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self.output_dim = output_dim
+        self.use_rotary = use_rotary
+        self.rotary_max_wavelength = rotary_max_wavelength
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self._scale = 1.0 / math.sqrt(float(key_dim))
+
+    def _projection(self, name, equation, output_shape, bias_axes):
+        layer = keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.kernel_initializer)
+            ),
+            bias_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.bias_initializer)
+            ),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        layer.supports_masking = True  # masks are handled here; the projection just passes them on
+        return layer
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        query_dim = query_shape[-1]
+        value_dim_in = value_shape[-1] if value_shape is not None else query_dim
+        key_dim_in = key_shape[-1] if key_shape is not None else value_dim_in
+        output_dim = self.output_dim or query_dim
+        h, dk, dv = self.num_heads, self.key_dim, self.value_dim
+        self.query_dense = self._projection("query", "btd,dhk->bthk", (None, h, dk), "hk")
+        self.query_dense.build((None, None, query_dim))
+        self.key_dense = self._projection("key", "btd,dhk->bthk", (None, h, dk), "hk")
+        self.key_dense.build((None, None, key_dim_in))
+        self.value_dense = self._projection("value", "btd,dhk->bthk", (None, h, dv), "hk")
+        self.value_dense.build((None, None, value_dim_in))
+        self.output_dense = self._projection("output", "bthk,hko->bto", (None, output_dim), "o")
+        self.output_dense.build((None, None, h, dv))
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.rotary = (
+            RotaryEmbedding(self.rotary_max_wavelength, dtype=self.dtype_policy)
+            if self.use_rotary
+            else None
+        )
+        self.built = True
+
+    def compute_cache(self, value, key=None):
+        """Project `value`/`key` once into a `[batch, 2, length, heads, key_dim]` cache."""
+        key = value if key is None else key
+        k = self.key_dense(key)
+        v = self.value_dense(value)
+        if self.rotary is not None:
+            k = self.rotary(k)
+        return ops.stack([k, v], axis=1)
+
+    def call(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        cache=None,
+        cache_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if value is None and cache is None:
+            raise ValueError("MultiHeadAttention needs `value` unless a cross-attention `cache` is given.")
+        if cache is not None and cache_index is None and use_causal_mask:
+            raise ValueError(
+                "`use_causal_mask=True` with a precomputed cache needs `cache_index` "
+                "(the position of the first query)."
+            )
+        q = self.query_dense(query)
+        query_offset = 0 if cache_index is None else cache_index
+        if self.rotary is not None:
+            q = self.rotary(q, start_index=query_offset)
+
+        if cache is None:
+            key = value if key is None else key
+            k = self.key_dense(key)
+            v = self.value_dense(value)
+            if self.rotary is not None:
+                k = self.rotary(k)
+            key_padding = value_mask if key_mask is None else key_mask
+        elif cache_index is None:
+            k, v = cache[:, 0], cache[:, 1]
+            key_padding = value_mask
+        else:
+            if self.value_dim != self.key_dim:
+                raise ValueError("A key/value cache needs `value_dim == key_dim`.")
+            key = value if key is None else key
+            new_k = self.key_dense(key)
+            new_v = self.value_dense(value)
+            if self.rotary is not None:
+                new_k = self.rotary(new_k, start_index=cache_index)
+            update = ops.cast(ops.stack([new_k, new_v], axis=1), cache.dtype)
+            zero = ops.zeros((), dtype="int32")
+            index = ops.cast(cache_index, "int32")
+            cache = ops.slice_update(cache, (zero, zero, index, zero, zero), update)
+            k, v = cache[:, 0], cache[:, 1]
+            key_padding = None  # decoding positions are never padding
+
+        mask = merge_attention_masks(
+            batch_size=ops.shape(q)[0],
+            query_length=ops.shape(q)[1],
+            key_length=ops.shape(k)[1],
+            query_mask=query_mask,
+            key_mask=key_padding,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask or (cache is not None and cache_index is not None),
+            query_offset=query_offset,
+        )
+        output, scores = self._attend(q, k, v, mask, training)
+        results = [output]
+        if return_attention_scores:
+            results.append(scores)
+        if cache is not None:
+            results.append(cache)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _attend(self, q, k, v, mask, training):
+        q = q * ops.cast(self._scale, q.dtype)
+        logits = ops.einsum("bqhd,bkhd->bhqk", q, k)
+        logits = ops.cast(logits, "float32")
+        if mask is not None:
+            logits = ops.where(
+                ops.expand_dims(mask, 1), logits, masked_fill_value("float32")
+            )
+        weights = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
+        dropped = self.dropout_layer(weights, training=training)
+        context = ops.einsum("bhqk,bkhd->bqhd", dropped, v)
+        return self.output_dense(context), weights
+
+    def compute_mask(self, query, value=None, key=None, query_mask=None, **kwargs):
+        return query_mask
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        return tuple(query_shape[:-1]) + (self.output_dim or query_shape[-1],)
+
+    def compute_output_spec(self, query, value=None, key=None, cache=None, return_attention_scores=False, **kwargs):
+        out_shape = tuple(query.shape[:-1]) + (self.output_dim or query.shape[-1],)
+        output = keras.KerasTensor(out_shape, dtype=self.compute_dtype)
+        results = [output]
+        if return_attention_scores:
+            length = (value.shape[1] if cache is None else cache.shape[2])
+            results.append(
+                keras.KerasTensor(
+                    (query.shape[0], self.num_heads, query.shape[1], length),
+                    dtype=self.compute_dtype,
+                )
+            )
+        if cache is not None:
+            results.append(keras.KerasTensor(cache.shape, dtype=cache.dtype))
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "use_rotary": self.use_rotary,
+                "rotary_max_wavelength": self.rotary_max_wavelength,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config

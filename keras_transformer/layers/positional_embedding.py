@@ -1,0 +1,155 @@
+import math
+
+import keras
+from keras import ops
+
+POSITION_TYPES = ("sinusoidal", "learned", "none")
+
+
+def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0):
+    """The paper's fixed encoding: `sin` on even and `cos` on odd features, `[T] -> [T, d_model]`."""
+    positions = ops.cast(positions, "float32")
+    dims = ops.arange(0, d_model, 2, dtype="float32")
+    inv_freq = ops.exp(-math.log(max_wavelength) * dims / float(d_model))
+    angles = ops.einsum("t,f->tf", positions, inv_freq)  # [T, ceil(d/2)]
+    encoding = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
+    encoding = ops.reshape(encoding, (-1, 2 * ops.shape(inv_freq)[0]))
+    return encoding[:, :d_model]
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class PositionalEmbedding(keras.layers.Layer):
+    """Token embedding scaled by `sqrt(d_model)`, plus a position encoding, with a padding mask.
+
+    Id 0 is padding: the layer produces a Keras mask (`True` on real tokens), which the encoder
+    and decoder blocks of this package honour. With `position="sinusoidal"` (the paper's default)
+    the encoding is computed for any length, so a model can read sequences longer than it saw in
+    training; `"learned"` uses a trainable table of `max_length` positions; `"none"` adds nothing
+    (use it with rotary attention).
+
+    Called with `reverse=True` on a `[batch, length, d_model]` tensor, the layer multiplies by
+    the transposed embedding matrix and returns float32 logits over the vocabulary: this is how
+    a model ties its output projection to its target embedding.
+
+    Args:
+        vocab_size: int. Number of token ids.
+        d_model: int. Embedding size.
+        max_length: int. Longest sequence for `"learned"` positions (and a documented limit
+            for the others).
+        position: str. `"sinusoidal"`, `"learned"` or `"none"`.
+        scale: bool. Multiply token embeddings by `sqrt(d_model)` as the paper does.
+        mask_zero: bool. Produce a padding mask for id 0.
+        embeddings_initializer: initializer for the token embedding.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: int ids `[batch, length]`, or with `reverse=True` floats `[batch, length, d_model]`.
+        start_index: int or scalar int tensor. Position of the first token (for cached decoding).
+        reverse: bool. Project features back to vocabulary logits with the embedding matrix.
+
+    Example:
+
+    >>> import numpy as np
+    >>> emb = PositionalEmbedding(vocab_size=100, d_model=16, max_length=32)
+    >>> ids = np.array([[5, 7, 9, 0, 0]])
+    >>> emb(ids).shape
+    (1, 5, 16)
+    >>> np.asarray(emb.compute_mask(ids)).tolist()
+    [[True, True, True, False, False]]
+
+    References:
+        - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), sections 3.4 and 3.5.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        d_model,
+        max_length=512,
+        position="sinusoidal",
+        scale=True,
+        mask_zero=True,
+        embeddings_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if position not in POSITION_TYPES:
+            raise ValueError(f"`position` must be one of {POSITION_TYPES}; got {position!r}.")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.max_length = max_length
+        self.position = position
+        self.scale = scale
+        self.mask_zero = mask_zero
+        if embeddings_initializer is None:
+            embeddings_initializer = keras.initializers.RandomNormal(stddev=d_model**-0.5)
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.supports_masking = mask_zero
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocab_size, self.d_model),
+            initializer=self.embeddings_initializer,
+        )
+        if self.position == "learned":
+            self.position_embeddings = self.add_weight(
+                name="position_embeddings",
+                shape=(self.max_length, self.d_model),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+            )
+        self.built = True
+
+    def call(self, inputs, start_index=0, reverse=False):
+        if reverse:
+            kernel = ops.cast(self.embeddings, "float32")
+            return ops.matmul(ops.cast(inputs, "float32"), ops.transpose(kernel))
+        ids = ops.cast(inputs, "int32")
+        x = ops.take(self.embeddings, ids, axis=0)
+        if self.scale:
+            x = x * ops.cast(math.sqrt(self.d_model), x.dtype)
+        if self.position != "none":
+            length = ops.shape(ids)[1]
+            static_length = ids.shape[1]
+            if self.position == "learned" and static_length is not None and static_length > self.max_length:
+                raise ValueError(
+                    f"Sequence length {static_length} exceeds max_length={self.max_length} of the "
+                    "learned position table; truncate inputs or use position='sinusoidal'."
+                )
+            positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
+            if self.position == "sinusoidal":
+                pos = sinusoidal_encoding(positions, self.d_model)
+            else:
+                pos = ops.take(self.position_embeddings, positions, axis=0)
+            x = x + ops.cast(pos, x.dtype)[None]
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero or len(inputs.shape) != 2:
+            return None
+        return ops.not_equal(inputs, 0)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) == 3:
+            return tuple(input_shape[:-1]) + (self.vocab_size,)
+        return tuple(input_shape) + (self.d_model,)
+
+    def compute_output_spec(self, inputs, start_index=0, reverse=False):
+        if reverse:
+            return keras.KerasTensor(tuple(inputs.shape[:-1]) + (self.vocab_size,), dtype="float32")
+        return keras.KerasTensor(tuple(inputs.shape) + (self.d_model,), dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "d_model": self.d_model,
+                "max_length": self.max_length,
+                "position": self.position,
+                "scale": self.scale,
+                "mask_zero": self.mask_zero,
+                "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            }
+        )
+        return config

@@ -1,0 +1,133 @@
+"""Step-by-step access to a model from `build_transformer`, for cached decoding.
+
+`TransformerParts.from_model(model)` finds the embeddings, blocks and output projection of a
+model built by `build_transformer` (or loaded back from `.keras`) by their layer names, so the
+decoders in `keras_transformer.decoding` can run the encoder once and then the decoder one
+token at a time with fixed-size key/value caches. Everything here uses `keras.ops` only.
+"""
+
+from keras import ops
+
+from keras_transformer.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+
+
+class TransformerParts:
+    """The pieces of a seq2seq Transformer model, callable one decoding step at a time."""
+
+    def __init__(
+        self,
+        encoder_embedding,
+        encoder_layers,
+        encoder_final_norm,
+        decoder_embedding,
+        decoder_layers,
+        decoder_final_norm,
+        output_projection,
+    ):
+        self.encoder_embedding = encoder_embedding
+        self.encoder_layers = list(encoder_layers)
+        self.encoder_final_norm = encoder_final_norm
+        self.decoder_embedding = decoder_embedding
+        self.decoder_layers = list(decoder_layers)
+        self.decoder_final_norm = decoder_final_norm
+        self.output_projection = output_projection
+
+    @classmethod
+    def from_model(cls, model):
+        layers = {layer.name: layer for layer in model.layers}
+
+        def numbered(prefix, kind):
+            found = []
+            while f"{prefix}_{len(found)}" in layers:
+                layer = layers[f"{prefix}_{len(found)}"]
+                if not isinstance(layer, kind):
+                    raise TypeError(f"Layer {layer.name!r} is a {type(layer).__name__}, not a {kind.__name__}.")
+                found.append(layer)
+            return found
+
+        shared = layers.get("shared_embedding")
+        encoder_embedding = shared or layers.get("encoder_embedding")
+        decoder_embedding = shared or layers.get("decoder_embedding")
+        encoder_layers = numbered("encoder_layer", TransformerEncoder)
+        decoder_layers = numbered("decoder_layer", TransformerDecoder)
+        if not (
+            isinstance(encoder_embedding, PositionalEmbedding)
+            and isinstance(decoder_embedding, PositionalEmbedding)
+            and encoder_layers
+            and decoder_layers
+        ):
+            raise ValueError(
+                f"Model {model.name!r} is not a keras_transformer seq2seq model: expected layers "
+                "'encoder_embedding'/'decoder_embedding' (or 'shared_embedding'), "
+                "'encoder_layer_0...' and 'decoder_layer_0...' as `build_transformer` makes."
+            )
+        output = layers.get("logits")
+        if output is None:
+            output = lambda x: decoder_embedding(x, reverse=True)  # noqa: E731 (tied output)
+        return cls(
+            encoder_embedding,
+            encoder_layers,
+            layers.get("encoder_final_norm"),
+            decoder_embedding,
+            decoder_layers,
+            layers.get("decoder_final_norm"),
+            output,
+        )
+
+    @property
+    def num_heads(self):
+        return self.decoder_layers[0].num_heads
+
+    @property
+    def head_dim(self):
+        return self.decoder_layers[0].head_dim
+
+    @property
+    def max_length(self):
+        return self.decoder_embedding.max_length
+
+    @property
+    def vocab_size(self):
+        return self.decoder_embedding.vocab_size
+
+    def encode(self, encoder_inputs):
+        """Run the encoder: int ids `[B, S]` -> `(encoder_outputs [B, S, d], padding_mask [B, S])`."""
+        ids = ops.cast(encoder_inputs, "int32")
+        mask = ops.not_equal(ids, 0)
+        x = self.encoder_embedding(ids)
+        for layer in self.encoder_layers:
+            x = layer(x, padding_mask=mask, training=False)
+        if self.encoder_final_norm is not None:
+            x = self.encoder_final_norm(x)
+        return x, mask
+
+    def cross_attention_caches(self, encoder_outputs):
+        """Per decoder layer, the encoder output's keys/values `[B, 2, S, heads, head_dim]`."""
+        return [layer.compute_cross_attention_cache(encoder_outputs) for layer in self.decoder_layers]
+
+    def empty_self_attention_caches(self, batch_size, cache_length, dtype=None):
+        """Per decoder layer, a zero key/value cache `[B, 2, cache_length, heads, head_dim]`."""
+        dtype = dtype or self.decoder_layers[0].compute_dtype
+        shape = (batch_size, 2, cache_length, self.num_heads, self.head_dim)
+        return [ops.zeros(shape, dtype=dtype) for _ in self.decoder_layers]
+
+    def decode_step(self, token_ids, index, self_caches, cross_caches, encoder_padding_mask):
+        """Decode positions `index...` given their input ids `[B, t]` (t is usually 1).
+
+        Returns `(logits [B, t, vocab] float32, new self-attention caches)`.
+        """
+        y = self.decoder_embedding(ops.cast(token_ids, "int32"), start_index=index)
+        new_caches = []
+        for layer, self_cache, cross_cache in zip(self.decoder_layers, self_caches, cross_caches):
+            y, self_cache, _ = layer(
+                y,
+                encoder_padding_mask=encoder_padding_mask,
+                self_attention_cache=self_cache,
+                self_attention_cache_index=index,
+                cross_attention_cache=cross_cache,
+                training=False,
+            )
+            new_caches.append(self_cache)
+        if self.decoder_final_norm is not None:
+            y = self.decoder_final_norm(y)
+        return ops.cast(self.output_projection(y), "float32"), new_caches

@@ -1,0 +1,183 @@
+"""The encoder-decoder Transformer as a functional Keras model, and its configuration."""
+
+import dataclasses
+import json
+
+import keras
+
+from keras_transformer.layers import (
+    PositionalEmbedding,
+    TransformerDecoder,
+    TransformerEncoder,
+)
+from keras_transformer.models.output_projection import OutputProjection
+
+
+@dataclasses.dataclass
+class TransformerConfig:
+    """Every setting of `build_transformer`, as a JSON-friendly dataclass.
+
+    Example:
+
+    >>> config = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, num_layers=2, d_model=64)
+    >>> TransformerConfig.from_json(config.to_json()) == config
+    True
+    >>> model = config.build()
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    num_layers: int = 6
+    d_model: int = 512
+    num_heads: int = 8
+    d_ff: int = 2048
+    dropout: float = 0.1
+    max_length: int = 256
+    num_encoder_layers: int | None = None
+    num_decoder_layers: int | None = None
+    attention_dropout: float | None = None
+    activation: str = "relu"
+    norm_first: bool = False
+    layer_norm_epsilon: float = 1e-6
+    position: str = "sinusoidal"
+    use_rotary: bool = False
+    use_bias: bool = True
+    share_embeddings: bool = False
+    tie_output: bool = False
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent=2):
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown TransformerConfig settings: {unknown}. Known: {sorted(known)}.")
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text):
+        return cls.from_dict(json.loads(text))
+
+    def build(self, name="transformer"):
+        values = self.to_dict()
+        return build_transformer(**values, name=name)
+
+
+def build_transformer(
+    src_vocab_size,
+    tgt_vocab_size,
+    num_layers=6,
+    d_model=512,
+    num_heads=8,
+    d_ff=2048,
+    dropout=0.1,
+    max_length=256,
+    num_encoder_layers=None,
+    num_decoder_layers=None,
+    attention_dropout=None,
+    activation="relu",
+    norm_first=False,
+    layer_norm_epsilon=1e-6,
+    position="sinusoidal",
+    use_rotary=False,
+    use_bias=True,
+    share_embeddings=False,
+    tie_output=False,
+    name="transformer",
+):
+    """Build the encoder-decoder Transformer of "Attention Is All You Need" as a functional model.
+
+    Args:
+        src_vocab_size: int. Source vocabulary size (id 0 is padding).
+        tgt_vocab_size: int. Target vocabulary size (id 0 is padding).
+        num_layers: int. Encoder and decoder blocks (6 in the paper).
+        d_model: int. Model width (512).
+        num_heads: int. Attention heads (8).
+        d_ff: int. Feed-forward hidden size (2048).
+        dropout: float. Residual, embedding and attention dropout (0.1).
+        max_length: int. Longest sequence (sets the learned position table, and decoding caches).
+        num_encoder_layers / num_decoder_layers: int. Override `num_layers` on one side.
+        attention_dropout: float. Dropout on attention weights; defaults to `dropout`.
+        activation: str. FFN activation (`"relu"` in the paper).
+        norm_first: bool. Pre-norm blocks plus a final layer norm on each side.
+        layer_norm_epsilon: float.
+        position: str. `"sinusoidal"` (paper), `"learned"` or `"none"` (with `use_rotary`).
+        use_rotary: bool. Rotary position embeddings in self-attention.
+        use_bias: bool. Biases in the attention projections.
+        share_embeddings: bool. One embedding for source and target (needs equal vocab sizes,
+            i.e. a shared subword vocabulary).
+        tie_output: bool. Output logits use the target embedding matrix (paper section 3.4).
+        name: str. Model name.
+
+    Returns:
+        A functional `keras.Model` taking `{"encoder_inputs": int32 [B, S],
+        "decoder_inputs": int32 [B, T]}` and returning float32 logits `[B, T, tgt_vocab_size]`.
+
+    Example:
+
+    >>> model = build_transformer(1000, 1000, num_layers=2, d_model=64, num_heads=4, d_ff=128)
+    >>> sorted(model.input.keys())
+    ['decoder_inputs', 'encoder_inputs']
+    """
+    if share_embeddings and src_vocab_size != tgt_vocab_size:
+        raise ValueError(
+            "share_embeddings=True needs one shared vocabulary, but src_vocab_size="
+            f"{src_vocab_size} != tgt_vocab_size={tgt_vocab_size}."
+        )
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}.")
+    n_enc = num_layers if num_encoder_layers is None else num_encoder_layers
+    n_dec = num_layers if num_decoder_layers is None else num_decoder_layers
+    block_args = dict(
+        d_model=d_model,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        dropout=dropout,
+        attention_dropout=attention_dropout,
+        activation=activation,
+        norm_first=norm_first,
+        layer_norm_epsilon=layer_norm_epsilon,
+        use_bias=use_bias,
+        use_rotary=use_rotary,
+    )
+
+    encoder_inputs = keras.Input(shape=(None,), dtype="int32", name="encoder_inputs")
+    decoder_inputs = keras.Input(shape=(None,), dtype="int32", name="decoder_inputs")
+
+    def embedding(vocab, layer_name):
+        return PositionalEmbedding(vocab, d_model, max_length=max_length, position=position, name=layer_name)
+
+    if share_embeddings:
+        src_embedding = tgt_embedding = embedding(src_vocab_size, "shared_embedding")
+    else:
+        src_embedding = embedding(src_vocab_size, "encoder_embedding")
+        tgt_embedding = embedding(tgt_vocab_size, "decoder_embedding")
+
+    x = src_embedding(encoder_inputs)
+    x = keras.layers.Dropout(dropout, name="encoder_embedding_dropout")(x)
+    for i in range(n_enc):
+        x = TransformerEncoder(**block_args, name=f"encoder_layer_{i}")(x)
+    if norm_first:
+        x = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_final_norm")(x)
+    encoder_outputs = x
+
+    y = tgt_embedding(decoder_inputs)
+    y = keras.layers.Dropout(dropout, name="decoder_embedding_dropout")(y)
+    for i in range(n_dec):
+        y = TransformerDecoder(**block_args, name=f"decoder_layer_{i}")(y, encoder_outputs)
+    if norm_first:
+        y = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="decoder_final_norm")(y)
+    if tie_output:
+        logits = tgt_embedding(y, reverse=True)
+    else:
+        logits = OutputProjection(tgt_vocab_size, dtype="float32", name="logits")(y)
+    return keras.Model(
+        inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
+        outputs=logits,
+        name=name,
+    )

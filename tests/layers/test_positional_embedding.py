@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_transformer.layers import PositionalEmbedding
+from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+from tests.layer_testing import run_layer_test
+
+
+@pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])
+def test_layer_contract(position, tmp_path):
+    ids = np.random.randint(1, 50, size=(2, 6)).astype("int32")
+    run_layer_test(
+        PositionalEmbedding,
+        {"vocab_size": 50, "d_model": 8, "max_length": 16, "position": position},
+        [ids],
+        expected_output_shape=(2, 6, 8),
+        tmp_path=tmp_path,
+    )
+
+
+def test_padding_mask_marks_id_zero():
+    layer = PositionalEmbedding(20, 4)
+    ids = np.array([[3, 4, 0, 0], [5, 0, 0, 0]])
+    mask = ops.convert_to_numpy(layer.compute_mask(ids))
+    assert mask.tolist() == [[True, True, False, False], [True, False, False, False]]
+    out = layer(ids)
+    assert ops.convert_to_numpy(out._keras_mask).tolist() == mask.tolist()
+
+
+def test_sinusoidal_matches_paper_formula():
+    d_model, length = 6, 5
+    enc = ops.convert_to_numpy(sinusoidal_encoding(ops.arange(length), d_model))
+    pos = np.arange(length)[:, None]
+    i = np.arange(d_model // 2)[None]
+    expected = np.zeros((length, d_model))
+    expected[:, 0::2] = np.sin(pos / 10000 ** (2 * i / d_model))
+    expected[:, 1::2] = np.cos(pos / 10000 ** (2 * i / d_model))
+    np.testing.assert_allclose(enc, expected, atol=1e-5)
+
+
+def test_embedding_is_scaled_token_plus_position():
+    layer = PositionalEmbedding(10, 4, position="sinusoidal")
+    ids = np.array([[1, 2, 3]])
+    out = ops.convert_to_numpy(layer(ids))
+    table = ops.convert_to_numpy(layer.embeddings)
+    pos = ops.convert_to_numpy(sinusoidal_encoding(ops.arange(3), 4))
+    np.testing.assert_allclose(out[0], table[[1, 2, 3]] * 2.0 + pos, atol=1e-5)
+
+
+def test_sinusoidal_works_past_max_length_and_start_index_offsets():
+    layer = PositionalEmbedding(10, 8, max_length=4)
+    ids = np.random.randint(1, 10, size=(1, 12))
+    full = ops.convert_to_numpy(layer(ids))
+    assert full.shape == (1, 12, 8)
+    tail = ops.convert_to_numpy(layer(ids[:, 7:], start_index=7))
+    np.testing.assert_allclose(tail, full[:, 7:], atol=1e-5)
+
+
+def test_learned_positions_reject_too_long_input():
+    layer = PositionalEmbedding(10, 8, max_length=4, position="learned")
+    with pytest.raises(ValueError, match="max_length=4"):
+        layer(np.ones((1, 5), "int32"))
+
+
+def test_unknown_position_type_is_rejected():
+    with pytest.raises(ValueError, match="position"):
+        PositionalEmbedding(10, 8, position="absolute")
+
+
+def test_reverse_projects_to_vocabulary_with_the_embedding_matrix():
+    layer = PositionalEmbedding(10, 4)
+    layer.build()
+    x = np.random.rand(2, 3, 4).astype("float32")
+    logits = ops.convert_to_numpy(layer(x, reverse=True))
+    np.testing.assert_allclose(logits, x @ ops.convert_to_numpy(layer.embeddings).T, rtol=1e-5, atol=1e-5)
+    assert logits.dtype == np.float32
