@@ -1,0 +1,700 @@
+"""`SubwordTokenizer`: a cased WordPiece vocabulary learned from the corpus, run by tensorflow-text.
+
+Tokenizing uses `tensorflow_text.FastWordpieceTokenizer` in end-to-end mode: it splits whitespace and
+punctuation itself, then cuts each word into vocabulary pieces (`"##"` marks a piece that continues a word).
+`split_words` reproduces that word splitting in Python so that the learned vocabulary fits what the tokenizer sees.
+
+Detokenizing must stay readable *and* convertible to TFLite without the Flex delegate (no regex or other string
+ops). FastWordpiece's own detokenizer joins every word with a space ("a t - shirt ."). While training we learn
+flags per token id from the character offsets of the corpus, by majority vote (punctuation only):
+
+* `attach_left[id]`: the token usually follows the previous one with no space (`.`, `,`, `)`, `-`, `'`);
+* `attach_right[id]`: the next token usually follows it with no space (`(`, `-`, `'`);
+* `paired[id]`: a mark that opens and closes by turns (the ASCII `"`): odd occurrences in a sentence glue to the
+  next token, even ones to the previous token (a `tf.cumsum` of the mark's occurrences gives the parity).
+
+A second FastWordpiece model, used only to detokenize, has the normal vocabulary plus a `"##"`-prefixed copy of
+every word-initial token (a piece that already starts with `"##"` is its own copy). `detokenize` swaps a token for
+its glued copy where `attach_left[token] or attach_right[previous token]` holds (the first token of a sentence is
+never glued), using only integer ops (`tf.gather`, `tf.where`, `tf.cumsum`), and lets FastWordpiece glue `"##"`
+pieces to the previous one.
+"""
+
+import collections
+import json
+import math
+import os
+import unicodedata
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from keras_transformer.data.corpus import as_corpus
+
+RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
+SUFFIX_INDICATOR = "##"
+_CONFIG_FILE = "tokenizer.json"
+_VOCAB_FILE = "vocab.txt"
+_FORMAT = "keras_transformer.SubwordTokenizer"
+
+# Whitespace as FastWordpiece's end-to-end pre-tokenizer sees it (checked code point by code point against
+# tensorflow-text 2.21: ASCII \t\n\v\f\r and space, U+0085, and the Unicode Zs/Zl/Zp categories).
+_EXTRA_WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85")
+# CJK ideographs are split one per word, like punctuation (the BERT convention).
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+_WORD, _SPACE, _SPLIT = 0, 1, 2
+_char_class_cache = {}
+
+
+def _char_class(char):
+    kind = _char_class_cache.get(char)
+    if kind is None:
+        code = ord(char)
+        category = unicodedata.category(char)
+        if char in _EXTRA_WHITESPACE or category in ("Zs", "Zl", "Zp"):
+            kind = _SPACE
+        elif (
+            33 <= code <= 47
+            or 58 <= code <= 64
+            or 91 <= code <= 96
+            or 123 <= code <= 126
+            or category.startswith("P")
+            or any(low <= code <= high for low, high in _CJK_RANGES)
+        ):
+            kind = _SPLIT
+        else:
+            kind = _WORD
+        _char_class_cache[char] = kind
+    return kind
+
+
+def split_words(text):
+    """Splits text into words exactly as FastWordpiece's end-to-end mode does before cutting pieces.
+
+    Whitespace separates words and is dropped; every punctuation character (ASCII punctuation and symbols, Unicode
+    `P*`) and CJK ideograph is a word of its own.
+
+    Args:
+        text: a Python string.
+
+    Returns:
+        The list of words.
+
+    Example:
+
+    >>> split_words("A man, in a t-shirt.")
+    ['A', 'man', ',', 'in', 'a', 't', '-', 'shirt', '.']
+    """
+    words = []
+    current = []
+    for char in text:
+        kind = _char_class(char)
+        if kind == _WORD:
+            current.append(char)
+            continue
+        if current:
+            words.append("".join(current))
+            current = []
+        if kind == _SPLIT:
+            words.append(char)
+    if current:
+        words.append("".join(current))
+    return words
+
+
+def count_words(texts, verbose=1):
+    """Counts the words of `texts` as split by `split_words`, with a progress bar.
+
+    Args:
+        texts: an iterable of Python strings (or bytes, decoded as UTF-8).
+        verbose: 0 silent, 1 a `keras.utils.Progbar`.
+
+    Returns:
+        A `collections.Counter` from word to count.
+
+    Example:
+
+    >>> count_words(["a cat.", "a dog."], verbose=0)["a"]
+    2
+    """
+    total = len(texts) if hasattr(texts, "__len__") else None
+    progbar = keras.utils.Progbar(total, verbose=verbose, unit_name="line") if verbose else None
+    # Whole lines are split once per distinct chunk between spaces: far fewer distinct chunks than characters.
+    chunk_counts = collections.Counter()
+    seen = 0
+    for text in texts:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        chunk_counts.update(text.split(" "))
+        seen += 1
+        if progbar is not None and seen % 2000 == 0:
+            progbar.update(seen)
+    counts = collections.Counter()
+    for chunk, count in chunk_counts.items():
+        for word in split_words(chunk):
+            counts[word] += count
+    if progbar is not None:
+        progbar.update(seen, finalize=True)
+    return counts
+
+
+def _learn_vocabulary(word_counts, vocab_size, reserved_tokens, lower_thresh, max_unique_chars, verbose):
+    """Runs tensorflow-text's WordPiece learner, showing the threshold search on a progress bar."""
+    items = [(word, count) for word, count in word_counts.items()]
+    if not items:
+        raise ValueError("cannot learn a vocabulary from an empty text collection")
+    params = learner.Params(
+        upper_thresh=int(1e7),
+        lower_thresh=lower_thresh,
+        num_iterations=4,
+        max_input_tokens=int(5e6),
+        max_token_length=50,
+        max_unique_chars=max_unique_chars,
+        vocab_size=vocab_size,
+        slack_ratio=0.05,
+        include_joiner_token=True,
+        joiner=SUFFIX_INDICATOR,
+        reserved_tokens=list(reserved_tokens),
+    )
+    # The preparation steps of `learner.learn`, then its search over the count threshold written out: the search
+    # bisects the threshold geometrically (the answer is usually a small count, far below the largest word count,
+    # so this needs about half the trials of plain bisection; each trial re-runs the whole learner), remembers the
+    # largest vocabulary that fits, and advances a progress bar per trial.
+    upper, lower = learner.get_search_threshs(items, params.upper_thresh, params.lower_thresh)
+    all_counts = learner.get_input_words(items, params.reserved_tokens, params.max_token_length)
+    allowed_chars = learner.get_allowed_chars(all_counts, params.max_unique_chars)
+    filtered = learner.filter_input_words(all_counts, allowed_chars, params.max_input_tokens)
+    progbar = keras.utils.Progbar(None, verbose=verbose, unit_name="trial", stateful_metrics=["threshold", "size"])
+    slack = max(params.slack_ratio * vocab_size, 0)
+    best = smallest = None
+    trial = 0
+    lower = max(lower, 1)
+    while True:
+        threshold = min(max(int(round(math.sqrt(lower * upper))), lower), upper)
+        vocab = learner.learn_with_thresh(filtered, threshold, params)
+        trial += 1
+        progbar.update(trial, [("threshold", threshold), ("size", len(vocab))])
+        if len(vocab) <= vocab_size and (best is None or len(vocab) > len(best)):
+            best = vocab
+        if smallest is None or len(vocab) < len(smallest):
+            smallest = vocab
+        if len(vocab) <= vocab_size and vocab_size - len(vocab) <= slack:
+            break
+        if len(vocab) > vocab_size:
+            lower = threshold + 1
+        else:
+            upper = threshold - 1
+        if lower > upper:
+            break
+    if verbose:
+        progbar.update(trial, finalize=True)
+    return best if best is not None else smallest
+
+
+class SubwordTokenizer(tf.Module):
+    """A cased WordPiece tokenizer with readable, TFLite-friendly detokenization.
+
+    Ids are `int32`: `[PAD]`=0, `[UNK]`=1, `[START]`=2, `[END]`=3, then the learned pieces. Case is preserved.
+    `tokenize` and `detokenize` are pure TensorFlow (tensorflow-text ops plus integer ops), so they work inside a
+    `tf.function`, a SavedModel, and a TFLite model converted with `TFLITE_BUILTINS` plus tensorflow-text's custom
+    ops. The object is a `tf.Module`, so a SavedModel that holds it also holds its vocabularies.
+
+    Args:
+        vocab: list of tokens; must start with `RESERVED_TOKENS`.
+        attach_left: ids (or a boolean mask of length `len(vocab)`) of the tokens that attach to the previous
+            token when detokenizing.
+        attach_right: ids (or a boolean mask) of the tokens that the next token attaches to.
+        paired: ids (or a boolean mask) of marks that open and close by turns, like `"`: within a sequence, odd
+            occurrences attach to the next token and even ones to the previous token.
+        max_bytes_per_word: longer words become `[UNK]`.
+
+    Example:
+
+    >>> texts = ["A man in a t-shirt, smiling.", "Two dogs (brown) run."] * 50
+    >>> tokenizer = SubwordTokenizer.train(texts, vocab_size=200, verbose=0)
+    >>> ids = tokenizer.tokenize(["A man in a t-shirt."])
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'A man in a t-shirt.'], dtype=object)
+
+    References:
+        Wu et al., 2016, "Google's Neural Machine Translation System" (WordPiece,
+        https://arxiv.org/abs/1609.08144); Song et al., 2021, "Fast WordPiece Tokenization"
+        (https://arxiv.org/abs/2012.15524).
+    """
+
+    def __init__(self, vocab, attach_left=(), attach_right=(), paired=(), max_bytes_per_word=100):
+        super().__init__(name="subword_tokenizer")
+        vocab = [str(token) for token in vocab]
+        if tuple(vocab[: len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
+            raise ValueError(
+                f"the vocabulary must start with the reserved tokens {list(RESERVED_TOKENS)}, "
+                f"got {vocab[: len(RESERVED_TOKENS)]}"
+            )
+        if len(set(vocab)) != len(vocab):
+            duplicates = sorted(token for token, n in collections.Counter(vocab).items() if n > 1)
+            raise ValueError(f"the vocabulary has duplicate tokens: {duplicates[:10]}")
+        self._vocab = tuple(vocab)
+        self.max_bytes_per_word = int(max_bytes_per_word)
+        self._attach_left = self._as_mask(attach_left, "attach_left")
+        self._attach_right = self._as_mask(attach_right, "attach_right")
+        self._paired = self._as_mask(paired, "paired")
+
+        self._tokenizer = tf_text.FastWordpieceTokenizer(
+            vocab=vocab,
+            suffix_indicator=SUFFIX_INDICATOR,
+            max_bytes_per_word=self.max_bytes_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=False,
+            support_detokenization=True,
+        )
+        # Detokenization model: the vocabulary, then a "##" copy of each word-initial token that lacks one.
+        index = {token: i for i, token in enumerate(vocab)}
+        detok_vocab = list(vocab)
+        glue_ids = np.arange(len(vocab), dtype=np.int32)
+        for i, token in enumerate(vocab):
+            if token.startswith(SUFFIX_INDICATOR):
+                continue  # already glued to the previous piece
+            glued = SUFFIX_INDICATOR + token
+            if glued not in index:
+                index[glued] = len(detok_vocab)
+                detok_vocab.append(glued)
+            glue_ids[i] = index[glued]
+        self._detokenizer = tf_text.FastWordpieceTokenizer(
+            vocab=detok_vocab,
+            suffix_indicator=SUFFIX_INDICATOR,
+            max_bytes_per_word=self.max_bytes_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=True,
+            support_detokenization=True,
+        )
+        self._glue_ids = tf.constant(glue_ids, tf.int32)
+        self._attach_left_ids = tf.constant(self._attach_left.astype(np.int32))
+        self._attach_right_ids = tf.constant(self._attach_right.astype(np.int32))
+        self._paired_ids = tuple(int(i) for i in np.flatnonzero(self._paired))
+
+    def _as_mask(self, flags, name):
+        flags = np.asarray(flags if flags is not None else [])
+        if flags.dtype == bool and flags.shape == (len(self._vocab),):
+            return flags.copy()
+        mask = np.zeros(len(self._vocab), dtype=bool)
+        if flags.size:
+            ids = flags.astype(np.int64).reshape(-1)
+            if ids.min() < 0 or ids.max() >= len(self._vocab):
+                raise ValueError(f"{name} has ids outside [0, {len(self._vocab)})")
+            mask[ids] = True
+        return mask
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Properties.
+
+    @property
+    def vocab(self):
+        """The tokens, as a list indexed by id."""
+        return list(self._vocab)
+
+    @property
+    def vocab_size(self):
+        return len(self._vocab)
+
+    @property
+    def pad_id(self):
+        return 0
+
+    @property
+    def unk_id(self):
+        return 1
+
+    @property
+    def start_id(self):
+        return 2
+
+    @property
+    def end_id(self):
+        return 3
+
+    @property
+    def attach_left(self):
+        """Boolean NumPy array `[vocab_size]`: token attaches to the previous one when detokenizing."""
+        return self._attach_left.copy()
+
+    @property
+    def attach_right(self):
+        """Boolean NumPy array `[vocab_size]`: the next token attaches to this one when detokenizing."""
+        return self._attach_right.copy()
+
+    @property
+    def paired(self):
+        """Boolean NumPy array `[vocab_size]`: marks glued by parity (opening, closing) when detokenizing."""
+        return self._paired.copy()
+
+    def token_to_id(self, token):
+        """The id of `token`, or `unk_id` when it is not in the vocabulary."""
+        if not hasattr(self, "_index"):
+            self._index = {t: i for i, t in enumerate(self._vocab)}
+        return self._index.get(token, self.unk_id)
+
+    def id_to_token(self, token_id):
+        return self._vocab[int(token_id)]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # TensorFlow ops.
+
+    def tokenize(self, strings):
+        """Tokenizes a batch of strings.
+
+        Args:
+            strings: `tf.string` `[B]` (or a list of Python strings).
+
+        Returns:
+            `tf.RaggedTensor` of `int32` ids, `[B, None]`, without `[START]`/`[END]`.
+        """
+        return self._tokenizer.tokenize(tf.convert_to_tensor(strings, tf.string))
+
+    def tokenize_with_offsets(self, strings):
+        """Like `tokenize`, plus ragged `int64` byte offsets `(starts, ends)` of each piece."""
+        return self._tokenizer.tokenize_with_offsets(tf.convert_to_tensor(strings, tf.string))
+
+    def detokenize(self, ids):
+        """Turns ids back into readable text.
+
+        `[PAD]`, `[START]` and `[END]` are dropped wherever they are (`[UNK]` stays as the text `[UNK]`), and
+        punctuation is re-attached by the learned `attach_left`/`attach_right`/`paired` flags. Only integer ops and
+        FastWordpiece's detokenizer are used, so this converts to TFLite without Flex ops.
+
+        Args:
+            ids: integer ids, a dense `[B, L]` tensor (e.g. 0-padded decoder output, static shape allowed), a
+                `tf.RaggedTensor` `[B, None]`, or one sequence `[L]`.
+
+        Returns:
+            `tf.string` `[B]` (a scalar for a rank-1 input).
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=self.pad_id)
+        ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
+        if ids.shape.rank == 1:
+            return self.detokenize(tf.expand_dims(ids, 0))[0]
+        keep = tf.logical_not(
+            tf.logical_or(
+                tf.equal(ids, self.pad_id),
+                tf.logical_or(tf.equal(ids, self.start_id), tf.equal(ids, self.end_id)),
+            )
+        )
+        keep_int = tf.cast(keep, tf.int32)
+        # A kept token is first in its row when it is the first kept one: it is never glued.
+        not_first = keep_int * tf.cast(tf.greater(tf.cumsum(keep_int, axis=1), 1), tf.int32)
+        left = tf.gather(self._attach_left_ids, ids)
+        right = tf.gather(self._attach_right_ids, ids)
+        for mark in self._paired_ids:
+            # Odd occurrences of a paired mark in a row open (glue the next token), even ones close.
+            is_mark = tf.cast(tf.equal(ids, mark), tf.int32)
+            odd = tf.math.floormod(tf.cumsum(is_mark, axis=1), 2)
+            left = left * (1 - is_mark) + is_mark * (1 - odd)
+            right = right * (1 - is_mark) + is_mark * odd
+        positions = tf.reshape(tf.where(tf.reshape(keep, [-1])), [-1])
+        values = tf.gather(tf.reshape(ids, [-1]), positions)
+        left = tf.gather(tf.reshape(left, [-1]), positions)
+        right = tf.gather(tf.reshape(right, [-1]), positions)
+        previous_right = tf.concat([tf.zeros([1], tf.int32), right[:-1]], axis=0)
+        glue = tf.maximum(left, previous_right) * tf.gather(tf.reshape(not_first, [-1]), positions)
+        values = tf.where(tf.greater(glue, 0), tf.gather(self._glue_ids, values), values)
+        row_splits = tf.concat(
+            [tf.zeros([1], tf.int64), tf.cumsum(tf.reduce_sum(tf.cast(keep, tf.int64), axis=1))], axis=0
+        )
+        ragged = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+        return self._detokenizer.detokenize(ragged)
+
+    def tokens(self, ids):
+        """Python helper: the token strings of one sequence of ids (for debugging and tests)."""
+        return [self._vocab[int(i)] for i in np.asarray(ids).reshape(-1)]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Training.
+
+    @classmethod
+    def train(
+        cls,
+        texts,
+        vocab_size=8000,
+        lower_thresh=2,
+        max_unique_chars=1000,
+        max_bytes_per_word=100,
+        batch_size=1024,
+        verbose=1,
+    ):
+        """Learns a WordPiece vocabulary and the detokenization flags from texts.
+
+        Args:
+            texts: iterable of Python strings (one sentence each). For a shared tokenizer pass source and target
+                sentences together (see `train_tokenizers(shared=True)`).
+            vocab_size: target vocabulary size including the 4 reserved tokens; the learner lands within 5%
+                below it (a small corpus may give fewer tokens).
+            lower_thresh: smallest count for which a piece may enter the vocabulary. The learner raises the count
+                threshold until the vocabulary fits `vocab_size`; a high floor (tensorflow-text's default is 10)
+                can stop it well short of `vocab_size` on a small corpus (Multi30k: 6,039 tokens instead of ~8,000).
+            max_unique_chars: the most frequent characters kept in the alphabet; words with rarer ones are left
+                out of learning (and become `[UNK]` if no piece covers them).
+            max_bytes_per_word: longer words are tokenized as `[UNK]`.
+            batch_size: sentences per tokenizer call while learning the attachment flags.
+            verbose: 0 silent, 1 progress bars and a summary line.
+
+        Returns:
+            A trained `SubwordTokenizer`.
+
+        Example:
+
+        >>> tokenizer = SubwordTokenizer.train(["It's 5 o'clock."] * 20, vocab_size=100, verbose=0)
+        >>> tokenizer.detokenize(tokenizer.tokenize(["It's 5 o'clock."])).numpy()[0]
+        b"It's 5 o'clock."
+        """
+        texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in texts]
+        if verbose:
+            print(f"Counting words in {len(texts):,} sentences")
+        counts = count_words(texts, verbose=verbose)
+        if verbose:
+            print(f"Learning a WordPiece vocabulary of up to {vocab_size:,} tokens from {len(counts):,} words")
+        vocab = _learn_vocabulary(counts, vocab_size, RESERVED_TOKENS, lower_thresh, max_unique_chars, verbose)
+        tokenizer = cls(vocab, max_bytes_per_word=max_bytes_per_word)
+        tokenizer = tokenizer.with_attachment_learned_from(texts, batch_size=batch_size, verbose=verbose)
+        if verbose:
+            print(
+                f"Trained a {tokenizer.vocab_size:,}-token vocabulary; {int(tokenizer.attach_left.sum())} tokens "
+                f"attach left, {int(tokenizer.attach_right.sum())} attach right"
+            )
+        return tokenizer
+
+    def with_attachment_learned_from(self, texts, batch_size=1024, punctuation_only=True, min_count=5, verbose=0):
+        """Returns a copy whose detokenization flags are learned from `texts` by majority vote.
+
+        For every boundary between two neighbouring words of the corpus (character offsets from
+        `tokenize_with_offsets`) it records whether a space separated them. Then:
+
+        1. `attach_left`: a token attaches left if it came with no space before it at more than half of its
+           word-initial occurrences;
+        2. `paired`: a token used as both opening and closing mark (the ASCII `"`) is paired if, counting its
+           occurrences within a sentence, the odd ones mostly attach to the next word only and the even ones to
+           the previous word only (at least `min_count` of each). The detokenizer then glues by parity;
+        3. `attach_right`: a token attaches right if the next word followed it with no space at more than half of
+           its word-final occurrences, counting only boundaries not already explained by steps 1-2 (so that `)` in
+           "(left)." does not learn to glue the next word just because "." attaches left).
+
+        Args:
+            texts: list of Python strings.
+            batch_size: sentences per tokenizer call.
+            punctuation_only: only punctuation tokens (single characters that the tokenizer splits off on their
+                own, plus CJK ideographs) may get a flag. Words never do: a word that mostly ends a sentence
+                ("street.") or mostly follows a hyphen ("t-shirt") must not glue itself to its neighbours.
+            min_count: occurrences needed of each parity before a token may be `paired`.
+            verbose: 0 silent, 1 a progress bar.
+
+        Returns:
+            A new `SubwordTokenizer` with the same vocabulary.
+        """
+        size = self.vocab_size
+        is_suffix = np.array([token.startswith(SUFFIX_INDICATOR) for token in self._vocab])
+        if punctuation_only:
+            candidate = np.array([len(token) == 1 and _char_class(token) == _SPLIT for token in self._vocab])
+        else:
+            candidate = ~is_suffix
+        candidate[: len(RESERVED_TOKENS)] = False
+
+        parts = []  # (values, row index, starts, ends) per batch
+        progbar = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="line") if verbose else None
+        for begin in range(0, len(texts), batch_size):
+            batch = tf.constant(texts[begin : begin + batch_size], tf.string)
+            ids, starts, ends = self._tokenizer.tokenize_with_offsets(batch)
+            rows = ids.value_rowids().numpy() + begin
+            parts.append((ids.flat_values.numpy(), rows, starts.flat_values.numpy(), ends.flat_values.numpy()))
+            if progbar is not None:
+                progbar.update(min(begin + batch_size, len(texts)))
+        if parts:
+            values, rows, starts, ends = (np.concatenate(columns) for columns in zip(*parts))
+        else:
+            values = rows = starts = ends = np.zeros(0, np.int64)
+        values = values.astype(np.int64)
+
+        # Position i > 0 is a word boundary when i and i - 1 share a row and i starts a word.
+        has_previous = np.zeros(values.size, bool)
+        has_previous[1:] = rows[1:] == rows[:-1]
+        attached_before = np.zeros(values.size, bool)
+        attached_before[1:] = starts[1:] == ends[:-1]
+        boundary = has_previous & ~is_suffix[values]
+        has_next = np.zeros(values.size, bool)
+        has_next[:-1] = boundary[1:]
+        attached_after = np.zeros(values.size, bool)
+        attached_after[:-1] = attached_before[1:]
+
+        def majority(token_ids, votes):
+            total = np.bincount(token_ids, minlength=size)
+            yes = np.bincount(token_ids, weights=votes.astype(np.float64), minlength=size)
+            return candidate & (2 * yes > total)
+
+        attach_left = majority(values[boundary], attached_before[boundary])
+
+        # Paired marks: parity of the occurrence within its row decides opening (odd) or closing (even).
+        effective_left = attach_left[values] & boundary
+        paired = np.zeros(size, bool)
+        for token_id in np.flatnonzero(candidate):
+            positions = np.flatnonzero(values == token_id)
+            if positions.size < 2 * min_count:
+                continue
+            token_rows = rows[positions]
+            group_start = np.r_[0, np.flatnonzero(token_rows[1:] != token_rows[:-1]) + 1]
+            group_sizes = np.diff(np.r_[group_start, positions.size])
+            rank = np.arange(positions.size) - np.repeat(group_start, group_sizes)
+            opening = positions[rank % 2 == 0]
+            closing = positions[rank % 2 == 1]
+            if opening.size < min_count or closing.size < min_count:
+                continue
+
+            def share(selected, flag, valid):
+                selected = selected[valid[selected]]
+                return flag[selected].mean() if selected.size else 0.0
+
+            if (
+                share(opening, attached_after, has_next) > 0.5
+                and share(opening, attached_before, boundary) <= 0.5
+                and share(closing, attached_before, boundary) > 0.5
+                and share(closing, attached_after, has_next) <= 0.5
+            ):
+                paired[token_id] = True
+                effective_left[closing] = boundary[closing]
+                effective_left[opening] = False
+
+        unexplained = boundary & ~effective_left
+        previous = np.flatnonzero(unexplained) - 1
+        attach_right = majority(values[previous], attached_before[previous + 1])
+        attach_left &= ~paired
+        attach_right &= ~paired
+        return type(self)(
+            self._vocab,
+            attach_left=attach_left,
+            attach_right=attach_right,
+            paired=paired,
+            max_bytes_per_word=self.max_bytes_per_word,
+        )
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Saving.
+
+    def get_config(self):
+        return {
+            "format": _FORMAT,
+            "version": 1,
+            "vocab_size": self.vocab_size,
+            "reserved_tokens": list(RESERVED_TOKENS),
+            "suffix_indicator": SUFFIX_INDICATOR,
+            "max_bytes_per_word": self.max_bytes_per_word,
+            "attach_left": np.flatnonzero(self._attach_left).tolist(),
+            "attach_right": np.flatnonzero(self._attach_right).tolist(),
+            "paired": np.flatnonzero(self._paired).tolist(),
+        }
+
+    def save(self, directory):
+        """Writes `vocab.txt` (one token per line) and `tokenizer.json` (flags and settings) into `directory`."""
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, _VOCAB_FILE), "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(self._vocab) + "\n")
+        with open(os.path.join(directory, _CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(self.get_config(), f, indent=1, ensure_ascii=False)
+            f.write("\n")
+
+    @classmethod
+    def load(cls, directory):
+        """Loads a tokenizer written by `save`.
+
+        Raises:
+            ValueError: naming the file (and line) when a file is missing or does not match the format.
+        """
+        vocab_path = os.path.join(directory, _VOCAB_FILE)
+        config_path = os.path.join(directory, _CONFIG_FILE)
+        for path in (vocab_path, config_path):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: not found; expected a tokenizer saved by SubwordTokenizer.save")
+        with open(config_path, encoding="utf-8") as f:
+            try:
+                config = json.load(f)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{config_path}:{error.lineno}: expected JSON ({error.msg})") from None
+        if config.get("format") != _FORMAT:
+            raise ValueError(f"{config_path}:1: expected \"format\": \"{_FORMAT}\", got {config.get('format')!r}")
+        with open(vocab_path, encoding="utf-8", newline="") as f:
+            vocab = f.read().split("\n")
+        if vocab and vocab[-1] == "":
+            vocab.pop()
+        for line, (token, expected) in enumerate(zip(vocab, RESERVED_TOKENS), start=1):
+            if token != expected:
+                raise ValueError(f"{vocab_path}:{line}: expected the reserved token {expected}, found {token!r}")
+        if len(vocab) != config["vocab_size"]:
+            raise ValueError(
+                f"{vocab_path}:{len(vocab)}: expected {config['vocab_size']} tokens as {config_path} says, "
+                f"found {len(vocab)}"
+            )
+        return cls(
+            vocab,
+            attach_left=config.get("attach_left", []),
+            attach_right=config.get("attach_right", []),
+            paired=config.get("paired", []),
+            max_bytes_per_word=config.get("max_bytes_per_word", 100),
+        )
+
+    def __repr__(self):
+        return f"SubwordTokenizer(vocab_size={self.vocab_size})"
+
+
+def train_tokenizers(corpus, vocab_size=8000, shared=False, verbose=1, **kwargs):
+    """Trains the source and target tokenizers of a parallel corpus.
+
+    Args:
+        corpus: a `ParallelCorpus` (or anything `as_corpus` accepts).
+        vocab_size: vocabulary size of each tokenizer (of the single one when `shared`).
+        shared: train one tokenizer on source and target text together and return it twice (needed to tie the
+            source embedding, target embedding and output projection).
+        verbose: 0 silent, 1 progress bars.
+        **kwargs: passed to `SubwordTokenizer.train`.
+
+    Returns:
+        `(source_tokenizer, target_tokenizer)`; the same object twice when `shared`.
+
+    Example:
+
+    >>> from keras_transformer.data import make_synthetic_corpus
+    >>> corpus = make_synthetic_corpus(200, seed=0)
+    >>> src, tgt = train_tokenizers(corpus, vocab_size=300, shared=True, verbose=0)
+    >>> src is tgt
+    True
+    """
+    corpus = as_corpus(corpus)
+    if shared:
+        if verbose:
+            print("Training a shared source+target tokenizer")
+        tokenizer = SubwordTokenizer.train(
+            list(corpus.sources) + list(corpus.targets), vocab_size=vocab_size, verbose=verbose, **kwargs
+        )
+        return tokenizer, tokenizer
+    if verbose:
+        print("Training the source tokenizer")
+    source = SubwordTokenizer.train(corpus.sources, vocab_size=vocab_size, verbose=verbose, **kwargs)
+    if verbose:
+        print("Training the target tokenizer")
+    target = SubwordTokenizer.train(corpus.targets, vocab_size=vocab_size, verbose=verbose, **kwargs)
+    return source, target
+
+
+def tokenizers_are_shared(source_tokenizer, target_tokenizer):
+    """Whether two tokenizers have the same vocabulary (so embeddings can be tied)."""
+    return source_tokenizer is target_tokenizer or source_tokenizer.vocab == target_tokenizer.vocab

@@ -1,0 +1,220 @@
+"""Callbacks for a training run: checkpoints, resumable backups, TensorBoard, early stopping, history logs."""
+
+import csv
+import json
+import math
+import os
+
+import keras
+
+
+class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """`ModelCheckpoint(save_best_only=True)` that falls back to another metric when the monitored one is missing.
+
+    Training without validation data has no `val_loss`; rather than never saving, this monitors `fallback`
+    (`"loss"`) in that case.
+
+    Args:
+        filepath: where to save the best model (`.keras`).
+        monitor: metric to monitor, e.g. `"val_loss"`.
+        fallback: metric used when `monitor` is not in the epoch logs.
+        **kwargs: passed to `keras.callbacks.ModelCheckpoint`.
+
+    Example:
+
+    >>> checkpoint = BestModelCheckpoint("run/best.keras", monitor="val_loss")
+    """
+
+    def __init__(self, filepath, monitor="val_loss", fallback="loss", **kwargs):
+        super().__init__(filepath, monitor=monitor, save_best_only=True, **kwargs)
+        self.fallback = fallback
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if self.monitor not in logs and self.fallback in logs:
+            self.monitor = self.fallback
+        super().on_epoch_end(epoch, logs)
+
+
+class HistoryLogger(keras.callbacks.Callback):
+    """Writes the per-epoch logs to a JSON file and a CSV file after every epoch.
+
+    Records are keyed by epoch number. A run resumed with `BackupAndRestore` passes `resume_epoch` (the epoch the
+    backup restores), keeps the records up to it and continues the same files; a new run starts them afresh.
+
+    Args:
+        json_path: the JSON file: `{"epochs": [{"epoch": 1, "loss": ..., ...}, ...]}`.
+        csv_path: the CSV file (one row per epoch), or `None`.
+        resume_epoch: keep the existing records of epochs `<= resume_epoch`; `None` or 0 starts afresh.
+
+    Example:
+
+    >>> logger = HistoryLogger("run/history.json", "run/history.csv")
+    """
+
+    def __init__(self, json_path, csv_path=None, resume_epoch=None):
+        super().__init__()
+        self.json_path = json_path
+        self.csv_path = csv_path
+        self.resume_epoch = resume_epoch
+        self.records = {}
+
+    def on_train_begin(self, logs=None):
+        self.records = {}
+        if self.resume_epoch:
+            for record in _read_records(self.json_path):
+                if int(record["epoch"]) <= self.resume_epoch:
+                    self.records[int(record["epoch"])] = record
+
+    def on_epoch_end(self, epoch, logs=None):
+        record = {"epoch": epoch + 1}
+        for key, value in (logs or {}).items():
+            try:
+                record[key] = float(value)
+            except (TypeError, ValueError):
+                continue
+        learning_rate = _current_learning_rate(self.model)
+        if learning_rate is not None and "learning_rate" not in record:
+            record["learning_rate"] = learning_rate
+        self.records[epoch + 1] = record
+        self._write()
+
+    def history(self):
+        """The records as a Keras-style history dict `{metric: [value per epoch]}`."""
+        return records_to_history([self.records[k] for k in sorted(self.records)])
+
+    def _write(self):
+        records = [self.records[k] for k in sorted(self.records)]
+        directory = os.path.dirname(self.json_path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        temporary = self.json_path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump({"epochs": records}, f, indent=1)
+        os.replace(temporary, self.json_path)
+        if self.csv_path:
+            keys = []
+            for record in records:
+                keys.extend(k for k in record if k not in keys)
+            with open(self.csv_path, "w", newline="", encoding="utf-8") as f:
+                writer = csv.DictWriter(f, fieldnames=keys)
+                writer.writeheader()
+                writer.writerows(records)
+
+
+def _current_learning_rate(model):
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        return None
+    try:
+        value = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+    except Exception:  # noqa: BLE001 - a custom optimizer without a readable learning rate
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _read_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        try:
+            return list(json.load(f).get("epochs", []))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: expected the JSON written by HistoryLogger ({error.msg})") from None
+
+
+def _backup_epoch(backup_dir):
+    """The epoch a `BackupAndRestore` directory will restore, or `None` when there is no backup."""
+    path = os.path.join(backup_dir, "training_metadata.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(json.load(f)["epoch"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def records_to_history(records):
+    """Turns a list of per-epoch dicts into `{metric: [values]}` (missing values become `nan`)."""
+    keys = []
+    for record in records:
+        keys.extend(k for k in record if k not in keys and k != "epoch")
+    return {key: [float(record.get(key, float("nan"))) for record in records] for key in keys}
+
+
+def load_history(path):
+    """Reads a `history.json` written by `HistoryLogger` as `{metric: [values]}`."""
+    return records_to_history(_read_records(path))
+
+
+def make_callbacks(
+    output_dir,
+    patience=None,
+    tensorboard=True,
+    backup=True,
+    monitor="val_loss",
+    backup_freq="epoch",
+    history=True,
+):
+    """The callbacks of a training run, all writing under `output_dir`.
+
+    * `best.keras`: the best model by `monitor` (`"loss"` when there is no validation data);
+    * `last.keras`: the model at the end of the latest epoch;
+    * `backup/`: `keras.callbacks.BackupAndRestore`; rerunning the same `fit()` after a crash or a kill resumes
+      from the last backup (weights, optimizer state and step count), and the directory is removed when
+      training ends normally. Keras restores at epoch boundaries: a run killed mid-epoch repeats that epoch from
+      its start, with the optimizer at the step where the epoch began, so it ends at the same step count as an
+      uninterrupted run. Use shorter epochs (`steps_per_epoch`) to lose less work;
+    * `logs/`: TensorBoard;
+    * `history.json` / `history.csv`: per-epoch metrics and learning rate (`HistoryLogger`), continued when
+      resuming from a backup, started afresh otherwise;
+    * early stopping after `patience` epochs without improvement, restoring the best weights.
+
+    Args:
+        output_dir: directory of the run (created if needed).
+        patience: epochs without improvement of `monitor` before stopping; `None` never stops early.
+        tensorboard: add a TensorBoard callback.
+        backup: add `BackupAndRestore`.
+        monitor: metric for the best checkpoint and early stopping.
+        backup_freq: `"epoch"`, or back up every this many batches (Keras still resumes at the epoch start).
+        history: add the `HistoryLogger`.
+
+    Returns:
+        A list of callbacks for `model.fit(callbacks=...)`.
+
+    Example:
+
+    >>> callbacks = make_callbacks("runs/de-en", patience=3)  # doctest: +SKIP
+    >>> model.fit(train_ds, validation_data=val_ds, epochs=20, callbacks=callbacks)  # doctest: +SKIP
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    backup_dir = os.path.join(output_dir, "backup")
+    history_path = os.path.join(output_dir, "history.json")
+    resume_epoch = _backup_epoch(backup_dir) if backup else None
+    # When resuming, the best checkpoint must beat the best value logged before the interruption.
+    best_so_far = None
+    if resume_epoch and monitor.endswith("loss"):
+        values = [r[monitor] for r in _read_records(history_path) if r["epoch"] <= resume_epoch and monitor in r]
+        best_so_far = min(values) if values else None
+    callbacks = []
+    if backup:
+        # First, so that the restored state is in place before any other callback's on_train_begin.
+        callbacks.append(keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=backup_freq))
+    callbacks.append(
+        BestModelCheckpoint(
+            os.path.join(output_dir, "best.keras"), monitor=monitor, initial_value_threshold=best_so_far
+        )
+    )
+    callbacks.append(keras.callbacks.ModelCheckpoint(os.path.join(output_dir, "last.keras")))
+    if history:
+        callbacks.append(
+            HistoryLogger(history_path, os.path.join(output_dir, "history.csv"), resume_epoch=resume_epoch)
+        )
+    if tensorboard:
+        callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs")))
+    if patience is not None:
+        callbacks.append(
+            keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
+        )
+    return callbacks

@@ -1,0 +1,122 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.data import make_dataset
+from keras_transformer.data import make_synthetic_corpus
+from keras_transformer.data import measure_throughput
+from keras_transformer.data import padding_fraction
+from keras_transformer.data import train_tokenizers
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_synthetic_corpus(600, seed=0, task="mixed")
+
+
+@pytest.fixture(scope="module")
+def tokenizers(corpus):
+    return train_tokenizers(corpus, vocab_size=300, verbose=0)
+
+
+def batches(dataset):
+    return [
+        (inputs["encoder_inputs"].numpy(), inputs["decoder_inputs"].numpy(), labels.numpy())
+        for inputs, labels in dataset
+    ]
+
+
+def test_batch_structure_shapes_and_dtypes(corpus, tokenizers):
+    dataset = make_dataset(corpus, *tokenizers, batch_size=32, max_length=32)
+    inputs_spec, labels_spec = dataset.element_spec
+    assert set(inputs_spec) == {"encoder_inputs", "decoder_inputs"}
+    assert inputs_spec["encoder_inputs"].dtype == tf.int32 and labels_spec.dtype == tf.int32
+    all_batches = batches(dataset)
+    assert sum(len(labels) for _, _, labels in all_batches) == len(corpus)
+    for encoder, decoder, labels in all_batches:
+        assert encoder.shape[0] == decoder.shape[0] == labels.shape[0] <= 32
+        assert decoder.shape == labels.shape
+        assert encoder.shape[1] % 8 == 0 and decoder.shape[1] % 8 == 0
+
+
+def test_start_and_end_placement(corpus, tokenizers):
+    src, tgt = tokenizers
+    dataset = make_dataset(corpus, src, tgt, batch_size=64, max_length=32, shuffle=False, bucket=False)
+    encoder, decoder, labels = batches(dataset)[0]
+    for row in range(len(labels)):
+        source = encoder[row][encoder[row] != 0]
+        assert source[0] == src.start_id and source[-1] == src.end_id
+        assert not np.isin(source[1:-1], [0, 2, 3]).any()
+        n = np.count_nonzero(labels[row])
+        assert np.count_nonzero(decoder[row]) == n
+        assert decoder[row][0] == tgt.start_id and labels[row][n - 1] == tgt.end_id
+        np.testing.assert_array_equal(decoder[row][1:n], labels[row][: n - 1])  # shifted by one
+        assert not labels[row][n:].any() and not decoder[row][n:].any()
+    # Unshuffled and unbucketed, the first row is the first pair of the corpus.
+    n = np.count_nonzero(labels[0])
+    expected = tgt.tokenize([corpus.targets[0]]).to_list()[0]
+    assert labels[0][: n - 1].tolist() == expected
+    assert tgt.detokenize(decoder[:1]).numpy()[0].decode() == corpus.targets[0]
+
+
+def test_long_sentences_are_truncated_to_max_length(tokenizers):
+    src, tgt = tokenizers
+    long_pairs = (["twenty " * 40, "one"], ["1 " * 40, "1"])
+    dataset = make_dataset(
+        long_pairs, src, tgt, batch_size=2, max_length=10, shuffle=False, bucket=False, pad_to_multiple=1
+    )
+    (encoder, decoder, labels), = batches(dataset)
+    assert encoder.shape == (2, 10) and decoder.shape == labels.shape == (2, 10)
+    assert encoder[0].tolist()[-1] == src.end_id and np.count_nonzero(encoder[0]) == 10
+    assert labels[0][-1] == tgt.end_id and np.count_nonzero(decoder[0]) == 10
+    assert np.count_nonzero(encoder[1]) == 3 and np.count_nonzero(labels[1]) == 2
+
+
+def test_bucketing_keeps_padding_small(tokenizers):
+    # Lengths spread evenly over 1..28 words, targets about as long as sources, as in real translation data.
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 29, size=800)
+    sources = [" ".join(["one"] * n) for n in lengths]
+    targets = [" ".join(["1"] * max(1, n + rng.integers(-2, 3))) for n in lengths]
+    pairs = (sources, targets)
+
+    def fractions(bucket):
+        dataset = make_dataset(
+            pairs, *tokenizers, batch_size=32, max_length=32, bucket=bucket, pad_to_multiple=1, seed=1
+        )
+        return padding_fraction(dataset)
+
+    bucketed, unbucketed = fractions(True), fractions(False)
+    assert bucketed[0] < 0.5 * unbucketed[0] and bucketed[1] < 0.5 * unbucketed[1]
+    assert max(bucketed) < 0.25
+
+
+def test_token_budget_scales_batch_size_by_length(corpus, tokenizers):
+    dataset = make_dataset(corpus, *tokenizers, batch_size=128, max_length=32, token_budget=512, pad_to_multiple=8)
+    for encoder, _, _ in batches(dataset):
+        assert encoder.shape[0] <= max(8, 512 // (encoder.shape[1] - 7))
+
+
+def test_dataset_input_is_streamed_and_blank_pairs_filtered(tokenizers):
+    pairs = tf.data.Dataset.from_tensor_slices((["one", "  ", "two", "three"], ["1", "x", "", "3"]))
+    dataset = make_dataset(pairs, *tokenizers, batch_size=8, max_length=16, shuffle=False)
+    (_, _, labels), = batches(dataset)
+    assert labels.shape[0] == 2
+
+
+def test_shuffle_changes_order_between_epochs_but_keeps_pairs(corpus, tokenizers):
+    dataset = make_dataset(corpus, *tokenizers, batch_size=600, max_length=32, bucket=False, seed=3)
+    first = batches(dataset)[0][2]
+    second = batches(dataset)[0][2]
+    assert not np.array_equal(first, second)
+    assert sorted(map(tuple, first)) == sorted(map(tuple, second))
+
+
+def test_measure_throughput_counts_target_tokens(corpus, tokenizers):
+    dataset = make_dataset(corpus, *tokenizers, batch_size=32, max_length=32)
+    assert measure_throughput(dataset, steps=5) > 0
+
+
+def test_rejects_too_small_max_length(corpus, tokenizers):
+    with pytest.raises(ValueError, match="max_length"):
+        make_dataset(corpus, *tokenizers, max_length=2)

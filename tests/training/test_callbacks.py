@@ -1,0 +1,120 @@
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.training import MaskedAccuracy
+from keras_transformer.training import MaskedSparseCategoricalCrossentropy
+from keras_transformer.training import load_history
+from keras_transformer.training import make_callbacks
+from keras_transformer.training import make_optimizer
+
+EPOCHS = 3
+STEPS_PER_EPOCH = 6
+
+
+class Killed(Exception):
+    pass
+
+
+class KillAt(keras.callbacks.Callback):
+    """Raises in the middle of an epoch, like a process killed during training."""
+
+    def __init__(self, epoch, batch):
+        super().__init__()
+        self.epoch, self.batch, self.current = epoch, batch, 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.current == self.epoch and batch == self.batch:
+            raise Killed(f"killed at epoch {self.epoch}, batch {batch}")
+
+
+def make_data():
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 20, size=(STEPS_PER_EPOCH * 8, 6)).astype("int32")
+    tokens[:, 4:] = 0  # padding
+    labels = np.where(tokens > 0, (tokens * 7) % 11 + 1, 0).astype("int32")
+    return tokens, labels
+
+
+def make_model():
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input(shape=(6,), dtype="int32")
+    hidden = keras.layers.Embedding(20, 8, mask_zero=True)(inputs)
+    logits = keras.layers.Dense(12)(hidden)
+    model = keras.Model(inputs, logits)
+    model.compile(
+        optimizer=make_optimizer(d_model=8, warmup_steps=4),
+        loss=MaskedSparseCategoricalCrossentropy(),
+        metrics=[MaskedAccuracy()],
+    )
+    return model
+
+
+def fit(model, output_dir, extra_callbacks=()):
+    tokens, labels = make_data()
+    callbacks = make_callbacks(output_dir, tensorboard=False) + list(extra_callbacks)
+    return model.fit(
+        tokens, labels, batch_size=8, epochs=EPOCHS, shuffle=False, validation_data=(tokens, labels),
+        callbacks=callbacks, verbose=0,
+    )
+
+
+def test_killed_run_resumes_and_ends_at_the_same_step(tmp_path):
+    reference = make_model()
+    fit(reference, tmp_path / "reference")
+    assert int(reference.optimizer.iterations) == EPOCHS * STEPS_PER_EPOCH
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(Killed):
+        fit(make_model(), run_dir, [KillAt(epoch=1, batch=2)])
+    assert os.path.exists(run_dir / "backup" / "training_metadata.json")
+
+    resumed = make_model()  # a new process: fresh model, same configuration
+    history = fit(resumed, run_dir)
+    assert len(history.history["loss"]) == EPOCHS - 1  # epoch 0 was not run again
+    assert int(resumed.optimizer.iterations) == int(reference.optimizer.iterations)
+    for expected, actual in zip(reference.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+    assert not os.path.exists(run_dir / "backup")  # removed once training ended normally
+
+    records = json.loads((run_dir / "history.json").read_text())["epochs"]
+    assert [r["epoch"] for r in records] == [1, 2, 3]
+    assert load_history(run_dir / "history.json")["loss"][-1] == pytest.approx(history.history["loss"][-1])
+    assert (run_dir / "history.csv").read_text().splitlines()[0].startswith("epoch,")
+    for name in ("best.keras", "last.keras"):
+        restored = keras.saving.load_model(run_dir / name)
+        assert isinstance(restored.loss, MaskedSparseCategoricalCrossentropy)
+
+
+def test_make_callbacks_contents(tmp_path):
+    callbacks = make_callbacks(tmp_path, patience=2)
+    kinds = [type(c).__name__ for c in callbacks]
+    assert kinds[0] == "BackupAndRestore"
+    assert {"BestModelCheckpoint", "ModelCheckpoint", "HistoryLogger", "TensorBoard", "EarlyStopping"} <= set(kinds)
+    minimal = make_callbacks(tmp_path, tensorboard=False, backup=False)
+    assert "BackupAndRestore" not in {type(c).__name__ for c in minimal}
+    assert "EarlyStopping" not in {type(c).__name__ for c in minimal}
+
+
+def test_best_checkpoint_falls_back_to_training_loss(tmp_path):
+    model = make_model()
+    tokens, labels = make_data()
+    model.fit(tokens, labels, batch_size=8, epochs=1, verbose=0,
+              callbacks=make_callbacks(tmp_path, tensorboard=False, backup=False))
+    assert (tmp_path / "best.keras").exists()
+    assert "learning_rate" in load_history(tmp_path / "history.json")
+
+
+def test_a_new_run_in_the_same_directory_starts_a_fresh_history(tmp_path):
+    tokens, labels = make_data()
+    for epochs in (3, 1):
+        model = make_model()
+        model.fit(tokens, labels, batch_size=8, epochs=epochs, verbose=0,
+                  callbacks=make_callbacks(tmp_path, tensorboard=False))
+    assert len(load_history(tmp_path / "history.json")["loss"]) == 1
