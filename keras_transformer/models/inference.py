@@ -131,3 +131,26 @@ class TransformerParts:
         if self.decoder_final_norm is not None:
             y = self.decoder_final_norm(y)
         return ops.cast(self.output_projection(y), "float32"), new_caches
+
+    def cross_attention_weights(self, encoder_inputs, decoder_inputs, layer_index=-1):
+        """Cross-attention weights `[B, heads, T, S]` of one decoder layer (default: the last).
+
+        Runs the full (uncached) decoder over `decoder_inputs`, for plots of what each target
+        token looked at in the source.
+        """
+        encoded, mask = self.encode(encoder_inputs)
+        ids = ops.cast(decoder_inputs, "int32")
+        y = self.decoder_embedding(ids)
+        target = len(self.decoder_layers) + layer_index if layer_index < 0 else layer_index
+        for i, layer in enumerate(self.decoder_layers):
+            y, scores = layer(
+                y,
+                encoded,
+                decoder_padding_mask=ops.not_equal(ids, 0),
+                encoder_padding_mask=mask,
+                return_attention_scores=True,
+                training=False,
+            )
+            if i == target:
+                return scores
+        raise IndexError(f"layer_index {layer_index} out of range for {len(self.decoder_layers)} decoder layers.")

@@ -1,0 +1,63 @@
+"""Helpers shared by the benchmark scripts: timing, FLOP counting, matmul ceiling, tables."""
+
+import statistics
+import time
+
+import numpy as np
+
+
+def median_time(fn, repeats, warmup=1):
+    """Median wall time of `fn()` over `repeats` calls after `warmup` calls (seconds)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure_matmul_flops(size=2048, repeats=5, dtype="float32"):
+    """Achieved FLOP/s of one dense `size`^3 matmul through the Keras backend (the practical ceiling)."""
+    import keras
+    from keras import ops
+
+    a = ops.convert_to_tensor(np.random.rand(size, size).astype("float32"), dtype=dtype)
+    b = ops.convert_to_tensor(np.random.rand(size, size).astype("float32"), dtype=dtype)
+
+    def run():
+        out = ops.matmul(a, b)
+        ops.convert_to_numpy(out[0, 0])  # block until computed on every backend
+
+    seconds = median_time(run, repeats)
+    del keras
+    return 2.0 * size**3 / seconds
+
+
+def seq2seq_training_flops(batch, src_len, tgt_len, d_model, d_ff, num_encoder_layers, num_decoder_layers, vocab):
+    """FLOPs of one training step (forward + backward = 3x forward) counting the matmuls only.
+
+    Forward per layer, per token (2 FLOPs per multiply-add): encoder 4*d^2 (Q, K, V, O) + 2*d*d_ff (FFN)
+    + 2*S*d (scores and weighted sum); decoder 4*d^2 self + 2*d^2 cross Q/O per target token,
+    2*d^2 cross K/V per source token, 2*d*d_ff FFN, 2*T*d + 2*S*d attention; output d*vocab.
+    """
+    d = d_model
+    enc_per_token = 4 * d * d + 2 * d * d_ff + 2 * src_len * d
+    dec_per_token = 4 * d * d + 2 * d * d + 2 * d * d_ff + 2 * tgt_len * d + 2 * src_len * d
+    cross_kv_per_src_token = 2 * d * d
+    macs = batch * (
+        num_encoder_layers * src_len * enc_per_token
+        + num_decoder_layers * (tgt_len * dec_per_token + src_len * cross_kv_per_src_token)
+        + tgt_len * d * vocab
+    )
+    return 3 * 2 * macs
+
+
+def print_table(headers, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = " | ".join(str(h).ljust(w) for h, w in zip(headers, widths))
+    print(line)
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))

@@ -1,0 +1,123 @@
+"""Training-step speed of keras_transformer vs keras-hub's layers at the same dimensions.
+
+Prints step time, target tokens/s, achieved FLOP/s and the fraction of the machine's measured dense
+matmul rate (MFU), for both, and the speed ratio. Runs on any Keras backend:
+
+    python benchmarks/train_step.py                       # TensorFlow, CPU here
+    KERAS_BACKEND=jax python benchmarks/train_step.py --mixed-precision mixed_bfloat16   # on a GPU
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+from common import measure_matmul_flops, median_time, print_table, seq2seq_training_flops  # noqa: E402
+
+
+def build_ours(args):
+    from keras_transformer import build_transformer
+
+    return build_transformer(
+        args.vocab, args.vocab, num_layers=args.layers, d_model=args.d_model, num_heads=args.heads,
+        d_ff=args.d_ff, dropout=0.1, max_length=max(args.src_len, args.tgt_len) + 8,
+    )
+
+
+def build_keras_hub(args):
+    import keras
+    import keras_hub
+    from keras import ops
+
+    enc_in = keras.Input((None,), dtype="int32", name="encoder_inputs")
+    dec_in = keras.Input((None,), dtype="int32", name="decoder_inputs")
+    max_len = max(args.src_len, args.tgt_len) + 8
+    enc_mask = ops.not_equal(enc_in, 0)
+    dec_mask = ops.not_equal(dec_in, 0)
+    x = keras_hub.layers.TokenAndPositionEmbedding(args.vocab, max_len, args.d_model)(enc_in)
+    for _ in range(args.layers):
+        x = keras_hub.layers.TransformerEncoder(args.d_ff, args.heads, dropout=0.1)(x, padding_mask=enc_mask)
+    y = keras_hub.layers.TokenAndPositionEmbedding(args.vocab, max_len, args.d_model)(dec_in)
+    for _ in range(args.layers):
+        y = keras_hub.layers.TransformerDecoder(args.d_ff, args.heads, dropout=0.1)(
+            y, x, decoder_padding_mask=dec_mask, encoder_padding_mask=enc_mask
+        )
+    logits = keras.layers.Dense(args.vocab, dtype="float32")(y)
+    return keras.Model({"encoder_inputs": enc_in, "decoder_inputs": dec_in}, logits)
+
+
+def time_training(model, args, batch):
+    import keras
+
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=args.jit_compile,
+    )
+    inputs, labels = batch
+    return median_time(lambda: model.train_on_batch(inputs, labels), args.steps, warmup=2)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=3, help="encoder layers = decoder layers")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--src-len", type=int, default=24)
+    parser.add_argument("--tgt-len", type=int, default=24)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
+    parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
+    parser.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 (GPU)")
+    parser.add_argument("--only", choices=["ours", "keras-hub"], default=None)
+    args = parser.parse_args(argv)
+    args.jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+
+    import keras
+
+    if args.mixed_precision:
+        keras.config.set_dtype_policy(args.mixed_precision)
+    rng = np.random.default_rng(0)
+    inputs = {
+        "encoder_inputs": rng.integers(1, args.vocab, (args.batch, args.src_len)).astype("int32"),
+        "decoder_inputs": rng.integers(1, args.vocab, (args.batch, args.tgt_len)).astype("int32"),
+    }
+    labels = rng.integers(1, args.vocab, (args.batch, args.tgt_len)).astype("int32")
+    flops = seq2seq_training_flops(args.batch, args.src_len, args.tgt_len, args.d_model, args.d_ff,
+                                   args.layers, args.layers, args.vocab)
+    peak = measure_matmul_flops(dtype="bfloat16" if args.mixed_precision == "mixed_bfloat16" else "float32")
+
+    results = {}
+    builders = {"keras_transformer": build_ours, "keras-hub": build_keras_hub}
+    for name, build in builders.items():
+        if args.only and not name.startswith(args.only.replace("ours", "keras_transformer")):
+            continue
+        keras.utils.set_random_seed(0)
+        seconds = time_training(build(args), args, (inputs, labels))
+        results[name] = seconds
+        keras.backend.clear_session()
+
+    rows = []
+    for name, seconds in results.items():
+        rows.append([
+            name, f"{seconds * 1000:.0f}", f"{args.batch * args.tgt_len / seconds:,.0f}",
+            f"{flops / seconds / 1e9:.1f}", f"{100 * flops / seconds / peak:.0f}%",
+        ])
+    print(f"\nbackend={keras.backend.backend()} policy={keras.config.dtype_policy().name} "
+          f"jit_compile={args.jit_compile} vocab={args.vocab} d_model={args.d_model} heads={args.heads} "
+          f"d_ff={args.d_ff} layers={args.layers}+{args.layers} batch={args.batch}x{args.tgt_len}")
+    print(f"training step: {flops / 1e9:.1f} GFLOP (matmuls, fwd+bwd); measured matmul rate {peak / 1e9:.1f} GFLOP/s\n")
+    print_table(["implementation", "ms/step", "target tok/s", "GFLOP/s", "of matmul rate"], rows)
+    if len(results) == 2:
+        ratio = results["keras-hub"] / results["keras_transformer"]
+        print(f"\nkeras_transformer throughput = {ratio:.2f}x keras-hub's")
+
+
+if __name__ == "__main__":
+    main()

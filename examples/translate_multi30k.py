@@ -1,0 +1,114 @@
+"""Train German->English on Multi30k, then score test2016 with sacreBLEU and show sample translations.
+
+    python examples/translate_multi30k.py --data ../shared/data/multi30k --output runs/multi30k
+    python examples/translate_multi30k.py            # downloads Multi30k with keras.utils.get_file
+
+DIR holds train/val/test_2016_flickr .de/.en .gz files. Settings come from examples/multi30k.yaml
+(`--config`), overridable with `--epochs` etc. Re-running the same command resumes an interrupted run.
+Results go to OUTPUT/results.json and OUTPUT/test2016.*.en.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", help="directory with the Multi30k .gz files (default: download)")
+    parser.add_argument("--output", default="runs/multi30k", help="run directory")
+    parser.add_argument("--config", default=os.path.join(HERE, "multi30k.yaml"), help="settings file")
+    parser.add_argument("--src-lang", default="de")
+    parser.add_argument("--tgt-lang", default="en")
+    parser.add_argument("--epochs", type=int, help="override the config's epochs")
+    parser.add_argument("--steps-per-epoch", type=int, help="limit steps per epoch (smoke tests)")
+    parser.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (smoke tests)")
+    parser.add_argument("--max-test-pairs", type=int, help="score only the first N test pairs (smoke tests)")
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--skip-training", action="store_true", help="only evaluate an existing run")
+    parser.add_argument("--samples", type=int, default=8, help="sample translations to print")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import sacrebleu
+
+    from keras_transformer.data.corpus import ParallelCorpus, download_multi30k, read_parallel_corpus
+    from keras_transformer.decoding.translator import Translator
+    from keras_transformer.training.trainer import load_run, load_settings_file, split_settings, train
+
+    data = args.data or download_multi30k()
+    src, tgt = args.src_lang, args.tgt_lang
+
+    def path(split, lang):
+        return os.path.join(data, f"{split}.{lang}.gz")
+
+    test = read_parallel_corpus(path("test_2016_flickr", src), path("test_2016_flickr", tgt))
+    if args.max_test_pairs:
+        test = ParallelCorpus(test.sources[: args.max_test_pairs], test.targets[: args.max_test_pairs], name=test.name)
+
+    started = time.time()
+    if args.skip_training:
+        run = load_run(args.output)
+        train_seconds = None
+    else:
+        corpus = read_parallel_corpus(path("train", src), path("train", tgt))
+        if args.max_train_pairs:
+            corpus = ParallelCorpus(corpus.sources[: args.max_train_pairs], corpus.targets[: args.max_train_pairs],
+                                    name=corpus.name)
+        val = read_parallel_corpus(path("val", src), path("val", tgt))
+        settings = load_settings_file(args.config)
+        if args.epochs:
+            settings["epochs"] = args.epochs
+        if args.steps_per_epoch:
+            settings["steps_per_epoch"] = args.steps_per_epoch
+        model_settings, training_settings = split_settings(settings)
+        run = train(corpus, args.output, val_data=val, model_settings=model_settings,
+                    training_settings=training_settings, verbose=1 if sys.stdout.isatty() else 2)
+        train_seconds = time.time() - started
+
+    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    results = {"train_seconds": train_seconds, "parameters": run.model.count_params(), "test_sentences": len(test)}
+    refs = [list(test.targets)]
+    hypotheses = {}
+    for name, beam in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
+        t0 = time.time()
+        hyps = translator.translate(list(test.sources), beam_size=beam, batch_size=64, verbose=1)
+        hypotheses[name] = hyps
+        with open(os.path.join(args.output, f"test2016.{name}.{tgt}"), "w", encoding="utf-8") as f:
+            f.write("\n".join(hyps) + "\n")
+        bleu = sacrebleu.metrics.BLEU()
+        score = bleu.corpus_score(hyps, refs)
+        results[name] = {
+            "bleu": round(score.score, 2),
+            "bleu_lowercase": round(sacrebleu.corpus_bleu(hyps, refs, lowercase=True).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hyps, refs).score, 2),
+            "signature": str(bleu.get_signature()),
+            "decode_seconds": round(time.time() - t0, 1),
+        }
+    with open(os.path.join(args.output, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+
+    best = f"beam{args.beam_size}"
+    print(f"\n{'source':<45} | {'translation (' + best + ')':<45} | reference")
+    for s, h, r in list(zip(test.sources, hypotheses[best], test.targets))[: args.samples]:
+        print(f"{s[:45]:<45} | {h[:45]:<45} | {r[:45]}")
+    print()
+    for name in ("greedy", best):
+        r = results[name]
+        print(f"test2016 {src}->{tgt} {name:>7}: sacreBLEU {r['bleu']:.2f} (cased, detokenized), "
+              f"lowercased {r['bleu_lowercase']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
+    if train_seconds is not None:
+        print(f"training wall time {train_seconds / 60:.1f} min; {results['parameters']:,} parameters; "
+              f"results in {args.output}/results.json")
+
+
+if __name__ == "__main__":
+    main()

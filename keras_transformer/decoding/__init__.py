@@ -1,0 +1,20 @@
+"""Decoding with key/value caches: greedy search, beam search and sampling.
+
+The public functions take a model from `build_transformer` and return int32 token ids. Each has a
+lower-level twin taking a `TransformerParts` that returns full-width, static-shape outputs, for code
+that traces its own function (export): `greedy_search`, `beam_search_with_parts`, `sample_with_parts`.
+"""
+
+from keras_transformer.decoding.beam_search import beam_search, beam_search_with_parts, gnmt_length_penalty
+from keras_transformer.decoding.greedy import greedy_decode, greedy_search
+from keras_transformer.decoding.sampling import sample_decode, sample_with_parts
+
+__all__ = [
+    "beam_search",
+    "beam_search_with_parts",
+    "gnmt_length_penalty",
+    "greedy_decode",
+    "greedy_search",
+    "sample_decode",
+    "sample_with_parts",
+]

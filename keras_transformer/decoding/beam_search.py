@@ -1,0 +1,213 @@
+"""Beam search with the GNMT length penalty, key/value caches and static shapes."""
+
+from keras import ops
+
+from keras_transformer.decoding import _common
+
+
+def gnmt_length_penalty(length, alpha):
+    """The length penalty of GNMT (Wu et al., 2016): `((5 + length) / 6) ** alpha`.
+
+    A hypothesis of `length` tokens (its end token included) and summed log-probability
+    `log_prob` scores `log_prob / gnmt_length_penalty(length, alpha)`; `alpha=0` is no penalty.
+
+    Args:
+        length: int or tensor of lengths.
+        alpha: float >= 0.
+
+    Returns:
+        float32 tensor of the penalty, shaped like `length`.
+
+    Example:
+
+    >>> float(gnmt_length_penalty(1, 0.6))
+    1.0
+
+    References:
+        - [Wu et al., 2016](https://arxiv.org/abs/1609.08144), section 7.
+    """
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def beam_search_with_parts(
+    parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True
+):
+    """Beam search at full width: `(tokens, scores)`, int32 `[B, max_length]` and float32 `[B]`.
+
+    The entry point for code that traces its own function (an exporter): shapes are static (the
+    tokens are never trimmed), and `parts` may be a `TransformerParts` (no `keras.Model` needed)
+    or a model. See `beam_search` for the arguments and the algorithm.
+    """
+    parts, max_length, start_id, end_id = _common.check_decoding_args(parts, max_length, start_id, end_id)
+    beam_size = _common.check_positive_int("beam_size", beam_size)
+    length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
+    with _common.weights_read_once(parts):
+        return _beam_search(
+            parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
+        )
+
+
+def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early):
+    k = beam_size
+    vocab = parts.vocab_size
+    encoder_outputs, padding_mask = parts.encode(encoder_inputs)
+    # Encoder work and cross-attention projections happen once per source row, then the
+    # results are repeated for the row's `k` beams (rows are laid out as `b * k + beam`).
+    cross_caches = [ops.repeat(c, k, axis=0) for c in parts.cross_attention_caches(encoder_outputs)]
+    padding_mask = ops.repeat(padding_mask, k, axis=0)
+    batch_size = ops.shape(encoder_inputs)[0]
+    self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
+    bias = _common.padding_bias(vocab)
+    zero = ops.zeros((), dtype="int32")
+    row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
+    first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
+    longest_penalty = gnmt_length_penalty(max_length, length_penalty)
+
+    def gather_rows(sequences, index, width):
+        """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
+        flat = ops.reshape(sequences, (-1, max_length))
+        return ops.take(flat, index + row_index * width, axis=0)
+
+    def cond(step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
+        running = ops.less(step, max_length)
+        if stop_early:
+            running = ops.logical_and(running, ops.logical_not(ops.all(done)))
+        return running
+
+    def body(step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
+        logits, caches = parts.decode_step(
+            ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
+        )
+        log_probs = ops.log_softmax(logits[:, 0] + bias, axis=-1)  # [B*k, V]
+        totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
+        # 2k candidates: even if k of them end here, k can stay alive.
+        top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
+        top_index = ops.cast(top_index, "int32")
+        top_beam = ops.floor_divide(top_index, vocab)
+        top_token = ops.mod(top_index, vocab)
+        cand_seq = gather_rows(alive_seq, top_beam, k)  # [B, 2k, L]
+        cand_seq = ops.slice_update(cand_seq, (zero, zero, step), ops.expand_dims(top_token, 2))
+
+        # Finished: candidates among the k best that end (all of them at the last position);
+        # rows already done take no more.
+        is_end = ops.equal(top_token, end_id)
+        ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
+        new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
+        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, _common.NEG / 2))
+        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, length_penalty), _common.NEG)
+        fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
+        keep = ops.cast(keep, "int32")
+        fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
+        fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
+
+        # Alive: the k best candidates that did not end.
+        alive_logp, keep = ops.top_k(ops.where(is_end, _common.NEG, top_logp), k)
+        keep = ops.cast(keep, "int32")
+        alive_seq = gather_rows(cand_seq, keep, 2 * k)
+        last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
+        parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + row_index * k, (-1,))
+        caches = [ops.take(cache, parents, axis=0) for cache in caches]  # one gather per layer
+
+        # A row is done when k hypotheses have ended, or when its best finished score beats
+        # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
+        unbeatable = ops.logical_and(fin_flag[:, 0], fin_score[:, 0] >= alive_logp[:, 0] / longest_penalty)
+        done = ops.logical_or(done, ops.logical_or(ops.all(fin_flag, axis=1), unbeatable))
+        return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
+
+    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, _common.NEG)
+    loop_vars = (
+        zero,
+        ops.full((batch_size * k,), start_id, dtype="int32"),
+        ops.zeros((batch_size, k, max_length), dtype="int32"),
+        ops.zeros((batch_size, k), dtype="float32") + first_beam[None],  # all beams start equal
+        ops.zeros((batch_size, k, max_length), dtype="int32"),
+        ops.full((batch_size, k), _common.NEG, dtype="float32"),
+        ops.zeros((batch_size, k), dtype="bool"),
+        ops.zeros((batch_size,), dtype="bool"),
+        self_caches,
+    )
+    outputs = ops.while_loop(cond, body, loop_vars, maximum_iterations=max_length)
+    fin_seq, fin_score = outputs[4], outputs[5]
+    return fin_seq[:, 0], fin_score[:, 0]
+
+
+def beam_search(
+    model,
+    encoder_inputs,
+    max_length,
+    start_id,
+    end_id,
+    beam_size=4,
+    length_penalty=0.6,
+    return_scores=False,
+    stop_early=True,
+    jit_compile=False,
+):
+    """Beam search with the GNMT length penalty and key/value caches; the best hypothesis per row.
+
+    Each source row keeps `beam_size` alive hypotheses. A step scores every continuation of every
+    alive beam (one decoder position per beam, cached keys/values), takes the `2 * beam_size`
+    best, moves those among the `beam_size` best that produce `end_id` to the row's finished
+    hypotheses, and keeps the `beam_size` best others alive (the self-attention caches are
+    reordered with one gather per layer). Finished hypotheses score
+    `log_prob / ((5 + length) / 6) ** length_penalty` (`length` counts `end_id`); the best `beam_size` are
+    kept. At `max_length` every alive beam counts as finished. A row is done once `beam_size`
+    hypotheses have finished, or once its best finished score beats the best any alive beam can
+    still reach. With `beam_size=1` this is exactly greedy decoding. Id 0 (padding) is never
+    generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
+
+    Args:
+        model: a model from `build_transformer` (or loaded back from `.keras`), or its
+            `TransformerParts`.
+        encoder_inputs: int `[batch, source_length]` source ids, 0 = padding.
+        max_length: Python int >= 1. Most tokens per hypothesis (`end_id` included).
+        start_id: Python int. The first decoder input.
+        end_id: Python int. The id that ends a hypothesis.
+        beam_size: Python int >= 1.
+        length_penalty: float >= 0, GNMT's alpha; 0 ranks by summed log-probability.
+        return_scores: bool. Also return each row's best score.
+        stop_early: bool. End the loop once every row is done (checked in the loop
+            condition); `False` runs `max_length` steps with the same results.
+        jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
+            on JAX), built once per model and settings and cached. The plain call runs eagerly;
+            inside your own `tf.function`/`jax.jit`, leave this `False`.
+
+    Returns:
+        int32 `[batch, L]`, `L <= max_length`: each row's best hypothesis, the tokens after
+        `start_id`, with `end_id` at its end (unless it reached `max_length` without one) and 0
+        after it. Eagerly `L` is the longest row's length; inside a traced function
+        `L == max_length`. With `return_scores=True`, `(tokens, scores)` where `scores` is
+        float32 `[batch]`, the length-penalized log-probability of each returned hypothesis.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_transformer import build_transformer
+    >>> model = build_transformer(50, 50, num_layers=1, d_model=16, num_heads=2, d_ff=32)
+    >>> tokens, scores = beam_search(
+    ...     model, np.array([[5, 6, 7]]), max_length=6, start_id=1, end_id=2, beam_size=3,
+    ...     return_scores=True)
+    >>> tuple(scores.shape)
+    (1,)
+
+    References:
+        - [Wu et al., 2016](https://arxiv.org/abs/1609.08144), section 7 (length penalty).
+    """
+    parts, max_length, start_id, end_id = _common.check_decoding_args(model, max_length, start_id, end_id)
+    beam_size = _common.check_positive_int("beam_size", beam_size)
+    length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
+    encoder_inputs = _common.check_encoder_inputs(encoder_inputs)
+    settings = dict(
+        max_length=max_length, start_id=start_id, end_id=end_id, beam_size=beam_size,
+        length_penalty=length_penalty, stop_early=stop_early,
+    )
+    if jit_compile:
+        from keras_transformer.decoding import compiled
+
+        tokens, scores = compiled.run_compiled(
+            model, parts, beam_search_with_parts, {"encoder_inputs": encoder_inputs}, settings
+        )
+    else:
+        tokens, scores = beam_search_with_parts(parts, encoder_inputs, **settings)
+    tokens = _common.trim_to_longest(tokens)
+    return (tokens, scores) if return_scores else tokens

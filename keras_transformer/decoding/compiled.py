@@ -1,0 +1,70 @@
+"""XLA-compiled decoding (`jit_compile=True`), through Keras' own compiled predict step.
+
+A decoder with fixed settings is wrapped in a small `keras.Model` compiled with
+`jit_compile=True`, so Keras builds the backend's compiled function (`tf.function(jit_compile=True)`
+on TensorFlow, `jax.jit` on JAX) and retraces it only for new input shapes. The wrappers are
+cached per model (weakly) and per settings, so repeated calls reuse the compiled code.
+"""
+
+import weakref
+
+import keras
+from keras import ops
+
+from keras_transformer.decoding import _common
+
+_CACHE = weakref.WeakKeyDictionary()
+
+
+class _DecodingModel(keras.Model):
+    """Runs `function(parts, **inputs, **settings)`; tracks the parts' layers so Keras passes their weights."""
+
+    def __init__(self, parts, function, input_names, settings, owner):
+        super().__init__(name=f"compiled_{function.__name__}")
+        # Parts made from a model live here; parts the user passed (the cache key) are held weakly,
+        # or the cache entry would keep its own key alive.
+        self._parts_strong = None if parts is owner else parts
+        self._parts_weak = weakref.ref(parts)
+        self._function = function
+        self._input_names = tuple(input_names)
+        self._settings = dict(settings)
+        self.decoding_layers = _common.parts_layers(parts)
+        self.built = True
+
+    def call(self, inputs):
+        named = dict(zip(self._input_names, inputs))
+        return self._function(self._parts_weak(), **named, **self._settings)
+
+
+def run_compiled(owner, parts, function, inputs, settings):
+    """`function(parts, **inputs, **settings)` through a cached, XLA-compiled Keras predict step.
+
+    Args:
+        owner: the object the cache entry lives as long as (the model or parts the user passed).
+        parts: `TransformerParts`.
+        function: a full-width decoder such as `greedy_search`.
+        inputs: dict of tensors (they may change between calls without recompiling, as long as
+            their shapes do not).
+        settings: dict of Python values (a new combination compiles a new function).
+
+    Returns:
+        The function's outputs as backend tensors.
+    """
+    for name, value in inputs.items():
+        if _common.concrete_int(ops.size(value)) is None:
+            raise ValueError(
+                f"`jit_compile=True` compiles a function for eager callers, but `{name}` is symbolic: "
+                "inside your own `tf.function`/`jax.jit`, call the decoder without `jit_compile` "
+                "(the compiler of the enclosing function compiles it)."
+            )
+    key = (function.__module__, function.__name__, tuple(inputs), tuple(sorted(settings.items())))
+    per_owner = _CACHE.setdefault(owner, {})
+    wrapper = per_owner.get(key)
+    if wrapper is None:
+        wrapper = _DecodingModel(parts, function, inputs.keys(), settings, owner)
+        wrapper.compile(jit_compile=True)
+        per_owner[key] = wrapper
+    outputs = wrapper.predict_on_batch(tuple(inputs.values()))
+    if isinstance(outputs, (tuple, list)):
+        return tuple(ops.convert_to_tensor(x) for x in outputs)
+    return ops.convert_to_tensor(outputs)

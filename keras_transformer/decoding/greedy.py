@@ -1,0 +1,135 @@
+"""Greedy decoding with key/value caches, and the token-by-token loop that sampling shares."""
+
+from keras import ops
+
+from keras_transformer.decoding import _common
+
+
+def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True):
+    """Run the cached decoder one position per step, choosing each token with `choose`.
+
+    The encoder runs once, the cross-attention keys/values are projected once, and the
+    self-attention caches are preallocated at `max_length` positions, so every loop variable
+    keeps a static shape (`keras.ops.while_loop`; XLA, SavedModel and TFLite friendly). A row
+    stops at `end_id`: its later positions are 0. The loop ends when every row has ended
+    (if `stop_early`) or after `max_length` steps.
+
+    Args:
+        parts: `TransformerParts`.
+        encoder_inputs: int32 `[B, S]` source ids, 0 = padding.
+        max_length: Python int, number of positions to decode at most.
+        start_id: Python int, the first decoder input.
+        end_id: Python int, the id that ends a row.
+        choose: callable `(logits [B, V] float32, step) -> int32 [B]`. Padding (id 0) has
+            already been removed from `logits`.
+        stop_early: bool. Check in the loop condition whether every row has ended.
+
+    Returns:
+        int32 `[B, max_length]`: the chosen tokens, 0 after `end_id`.
+    """
+    with _common.weights_read_once(parts):
+        return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early)
+
+
+def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early):
+    encoder_outputs, padding_mask = parts.encode(encoder_inputs)
+    cross_caches = parts.cross_attention_caches(encoder_outputs)
+    batch_size = ops.shape(encoder_inputs)[0]
+    self_caches = parts.empty_self_attention_caches(batch_size, max_length)
+    bias = _common.padding_bias(parts.vocab_size)
+    zero = ops.zeros((), dtype="int32")
+
+    def cond(step, last, finished, tokens, caches):
+        running = ops.less(step, max_length)
+        if stop_early:
+            running = ops.logical_and(running, ops.logical_not(ops.all(finished)))
+        return running
+
+    def body(step, last, finished, tokens, caches):
+        logits, caches = parts.decode_step(
+            ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
+        )
+        chosen = ops.cast(choose(logits[:, 0] + bias, step), "int32")
+        chosen = ops.where(finished, 0, chosen)
+        tokens = ops.slice_update(tokens, (zero, step), ops.expand_dims(chosen, 1))
+        finished = ops.logical_or(finished, ops.equal(chosen, end_id))
+        return step + 1, chosen, finished, tokens, caches
+
+    loop_vars = (
+        zero,
+        ops.full((batch_size,), start_id, dtype="int32"),
+        ops.zeros((batch_size,), dtype="bool"),
+        ops.zeros((batch_size, max_length), dtype="int32"),
+        self_caches,
+    )
+    outputs = ops.while_loop(cond, body, loop_vars, maximum_iterations=max_length)
+    return outputs[3]
+
+
+def _argmax(logits, step):
+    # `top_k(., 1)` rather than `ops.argmax`: Keras' TensorFlow argmax adds a negative-zero fix
+    # (bitwise ops over the whole [B, V] logits) that costs more than the rest of this step's
+    # bookkeeping and is not a TFLite builtin. Ties go to the lowest id either way.
+    return ops.top_k(logits, 1)[1][:, 0]
+
+
+def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True):
+    """Greedy decoding at full width: int32 `[B, max_length]`, 0 after `end_id` (never trimmed).
+
+    The entry point for code that traces its own function (an exporter): the output shape is
+    static, and `parts` may be a `TransformerParts` (no `keras.Model` needed) or a model. See
+    `greedy_decode` for the arguments.
+    """
+    parts, max_length, start_id, end_id = _common.check_decoding_args(parts, max_length, start_id, end_id)
+    return decode_token_by_token(
+        parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early
+    )
+
+
+def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_early=True, jit_compile=False):
+    """Greedy decoding: at each step the most likely next token, with key/value caches.
+
+    The encoder runs once; each step runs the decoder on one position, reusing the cached
+    self-attention keys/values and the cross-attention keys/values projected once. Id 0 is
+    padding and is never generated. Shapes are static throughout, so the function also runs
+    inside `tf.function` (with or without `jit_compile=True`, with input signature
+    `[None, None]`), under `jax.jit`, and in an exported SavedModel.
+
+    Args:
+        model: a model from `build_transformer` (or loaded back from `.keras`), or its
+            `TransformerParts`.
+        encoder_inputs: int `[batch, source_length]` source ids, 0 = padding.
+        max_length: Python int >= 1. Most tokens to generate per row (`end_id` included).
+        start_id: Python int. The first decoder input (begin-of-sequence id).
+        end_id: Python int. The id that ends a row.
+        stop_early: bool. Stop once every row has produced `end_id` (the loop condition checks
+            it); `False` always runs `max_length` steps (same tokens; useful for timing).
+        jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
+            on JAX), built once per model and settings and cached. The plain call runs eagerly;
+            inside your own `tf.function`/`jax.jit`, leave this `False`.
+
+    Returns:
+        int32 `[batch, L]`, `L <= max_length`: the tokens after `start_id`. A row that ended
+        holds `end_id` at its last token and 0 after it; a row that did not end within
+        `max_length` has no `end_id`. Eagerly `L` is the longest row's length; inside a traced
+        function `L == max_length` (static shape).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_transformer import build_transformer
+    >>> model = build_transformer(50, 50, num_layers=1, d_model=16, num_heads=2, d_ff=32)
+    >>> tokens = greedy_decode(model, np.array([[5, 6, 7, 0]]), max_length=8, start_id=1, end_id=2)
+    >>> tokens.shape[0], tokens.shape[1] <= 8
+    (1, True)
+    """
+    parts, max_length, start_id, end_id = _common.check_decoding_args(model, max_length, start_id, end_id)
+    encoder_inputs = _common.check_encoder_inputs(encoder_inputs)
+    if jit_compile:
+        from keras_transformer.decoding import compiled
+
+        settings = dict(max_length=max_length, start_id=start_id, end_id=end_id, stop_early=stop_early)
+        tokens = compiled.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs}, settings)
+    else:
+        tokens = greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early)
+    return _common.trim_to_longest(tokens)

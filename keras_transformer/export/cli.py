@@ -1,0 +1,78 @@
+"""`export_run`: what `keras-transformer export` does."""
+
+import os
+
+from keras_transformer.export.saved_model import directory_size, export_saved_model
+from keras_transformer.export.tflite import export_tflite
+from keras_transformer.export.translator_module import TranslatorModule
+
+
+def default_saved_model_path(run_dir):
+    """Where `export` writes when no `--saved-model` is given: `saved_models/<run directory name>`.
+
+    When that is the run directory itself (`keras-transformer quickstart` writes its run to `saved_models/quickstart`),
+    `saved_models/<run directory name>_saved_model` instead.
+    """
+    from keras_transformer.cli import DEFAULT_SAVED_MODELS
+
+    name = os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
+    path = os.path.join(DEFAULT_SAVED_MODELS, name)
+    if _same_directory(path, run_dir):
+        path = os.path.join(DEFAULT_SAVED_MODELS, f"{name}_saved_model")
+    return path
+
+
+def _same_directory(a, b):
+    return os.path.realpath(os.path.abspath(a)) == os.path.realpath(os.path.abspath(b))
+
+
+def export_run(
+    run_dir,
+    saved_model=None,
+    tflite=None,
+    beam_size=1,
+    max_length=None,
+    length_penalty=0.6,
+    tflite_quantize=None,
+    verbose=1,
+):
+    """Exports a run directory as a string-to-string SavedModel and, optionally, a TFLite model.
+
+    Args:
+        run_dir: a run directory written by `keras-transformer train` (or `train(...)`).
+        saved_model: the SavedModel directory to write; default `saved_models/<run directory name>`.
+        tflite: a `.tflite` path to write too, or `None`.
+        beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search.
+        max_length: most output tokens (fixed at export); default the model's `max_length`.
+        length_penalty: GNMT's alpha for beam search and the `scores` output.
+        tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
+            `export_tflite`).
+        verbose: 0 silent, 1 print what was written.
+
+    Returns:
+        A dict `{"saved_model": path, "tflite": path or None}`.
+
+    Example:
+
+    >>> export_run("runs/dates", saved_model="saved_models/dates", tflite="dates.tflite")  # doctest: +SKIP
+    {'saved_model': 'saved_models/dates', 'tflite': 'dates.tflite'}
+    """
+    from keras_transformer.training.trainer import load_run
+
+    saved_model = saved_model or default_saved_model_path(run_dir)
+    if _same_directory(saved_model, run_dir):
+        raise ValueError(f"{saved_model}: the SavedModel would overwrite the run directory; choose another path")
+    run = load_run(run_dir)
+    module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty)
+    if verbose:
+        decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
+        print(f"Exporting {run_dir}: {decoding}, at most {module.get_config()['max_length']} output tokens")
+    export_saved_model(module, saved_model, verbose=verbose)
+    if tflite:
+        export_tflite(module, tflite, quantize=tflite_quantize, verbose=verbose)
+    if verbose:
+        sizes = f"SavedModel {directory_size(saved_model) / 2**20:.1f} MiB"
+        if tflite:
+            sizes += f", TFLite {os.path.getsize(tflite) / 2**20:.1f} MiB"
+        print(f"Done ({sizes}). Try: echo 'a sentence' | keras-transformer translate {saved_model}")
+    return {"saved_model": saved_model, "tflite": tflite}

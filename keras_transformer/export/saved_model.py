@@ -1,0 +1,176 @@
+"""SavedModel export of a `TranslatorModule`, and `SavedModelTranslator`, the Python client the CLI uses.
+
+The exported directory needs only `tensorflow` and `tensorflow_text` to run (importing `tensorflow_text` registers
+the tokenizer ops before loading):
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+    translate = tf.saved_model.load("saved_models/dates").signatures["serving_default"]
+    print(translate(text=tf.constant(["the first of May, nineteen ninety-nine"]))["translation"])
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+CONFIG_FILE = os.path.join("assets.extra", "keras_transformer.json")
+
+
+def export_saved_model(translator, path, verbose=0):
+    """Saves a `TranslatorModule` as a string-to-string SavedModel.
+
+    Signatures: `serving_default` (`text: tf.string [B]` -> `{"translation": tf.string [B]}`),
+    `translate_with_ids` (plus `token_ids` and `scores`), `translate_greedy` and `translate_beam` (see
+    `TranslatorModule`). The export settings are also written to `assets.extra/keras_transformer.json`.
+
+    Args:
+        translator: a `keras_transformer.export.TranslatorModule`.
+        path: the SavedModel directory to write (created; files of an earlier export are replaced).
+        verbose: 0 silent, 1 print what was written.
+
+    Returns:
+        The path.
+    """
+    start = time.time()
+    tf.saved_model.save(translator, path, signatures=translator.signatures())
+    config_path = os.path.join(path, CONFIG_FILE)
+    os.makedirs(os.path.dirname(config_path), exist_ok=True)
+    with open(config_path, "w", encoding="utf-8") as f:
+        f.write(translator.to_json() + "\n")
+    if verbose:
+        print(f"Wrote the SavedModel {path} ({directory_size(path) / 2**20:.1f} MiB) in {time.time() - start:.0f} s; "
+              f"signatures: {', '.join(sorted(translator.signatures()))}")
+    return path
+
+
+def directory_size(path):
+    """Total size in bytes of the files under `path`."""
+    return sum(
+        os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names
+    )
+
+
+def _read_int(module, name):
+    value = getattr(module, name, None)
+    return None if value is None else int(value.numpy())
+
+
+class SavedModelTranslator:
+    """Translates with an exported SavedModel directory; the same `translate` interface as `Translator`.
+
+    Sentences are sorted by length and sent in batches (the graph pads each batch to its longest sentence); every
+    sentence's translation is independent of its batch.
+
+    The decoding is fixed at export time. `beam_size=1` uses the `translate_greedy` signature; a `beam_size` equal
+    to the exported `beam_size` uses `serving_default`; one equal to the width of `translate_beam` uses that
+    signature; `beam_size=None` uses `serving_default` whatever it does. Other widths raise `ValueError`
+    (re-export with `keras-transformer export RUN --beam-size K`). Likewise `max_length` may only be `None` or the
+    exported `max_length`.
+
+    Args:
+        path: a directory written by `export_saved_model` (or any SavedModel whose `serving_default` maps
+            `text` strings to `translation` strings).
+
+    Example:
+
+    >>> translator = SavedModelTranslator("saved_models/dates")  # doctest: +SKIP
+    >>> translator.translate(["the first of May, nineteen ninety-nine"])  # doctest: +SKIP
+    ['1999-05-01']
+    """
+
+    def __init__(self, path):
+        import tensorflow_text  # noqa: F401 (registers the tokenizer ops the graph uses)
+
+        if not os.path.exists(os.path.join(path, "saved_model.pb")):
+            raise FileNotFoundError(f"{path}/saved_model.pb: not found; expected a directory from `export`")
+        self.path = path
+        self.module = tf.saved_model.load(path)
+        self.signatures = dict(self.module.signatures)
+        if "serving_default" not in self.signatures:
+            raise ValueError(f"{path}: the SavedModel has no `serving_default` signature")
+        self.max_length = _read_int(self.module, "max_length")
+        self.beam_size = _read_int(self.module, "beam_size")
+        self.extra_beam_size = _read_int(self.module, "extra_beam_size")
+
+    def _signature(self, beam_size):
+        if beam_size is None:
+            return self.signatures["serving_default"]
+        if beam_size == 1 and "translate_greedy" in self.signatures:
+            return self.signatures["translate_greedy"]
+        if beam_size == self.beam_size:
+            return self.signatures["serving_default"]
+        if beam_size == self.extra_beam_size and "translate_beam" in self.signatures:
+            return self.signatures["translate_beam"]
+        available = sorted({b for b in (1 if "translate_greedy" in self.signatures else None, self.beam_size,
+                                        self.extra_beam_size) if b is not None})
+        raise ValueError(
+            f"{self.path} was exported for beam sizes {available}, not {beam_size}; re-export with "
+            f"`keras-transformer export RUN_DIR --beam-size {beam_size}` or translate the run directory"
+        )
+
+    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
+        """Translates a list of sentences; returns a list of strings in the same order.
+
+        Args:
+            texts: a list of `str` (or UTF-8 `bytes`).
+            beam_size: 1 greedy; another width must have been exported (see the class docs); `None` the export's
+                default decoding.
+            batch_size: sentences per call of the graph.
+            max_length: `None` or the exported `max_length` (fixed at export).
+            verbose: 0 silent, 1 a progress bar.
+
+        Returns:
+            The translations (empty or whitespace-only inputs give `""`).
+        """
+        signature = self._signature(beam_size)
+        if max_length is not None and max_length != self.max_length:
+            raise ValueError(
+                f"{self.path} decodes at most {self.max_length} tokens (fixed at export); got max_length="
+                f"{max_length}. Re-export with `keras-transformer export RUN_DIR --max-length {max_length}`"
+            )
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+        encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+        outputs = [""] * len(encoded)
+        order = np.argsort([len(t) for t in encoded], kind="stable")
+        progress = None
+        if verbose and len(encoded):
+            import keras
+
+            progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
+        for begin in range(0, len(order), batch_size):
+            chunk = order[begin : begin + batch_size]
+            batch = tf.constant([encoded[i] for i in chunk], dtype=tf.string)
+            result = signature(text=batch)["translation"].numpy()
+            for i, text in zip(chunk, result):
+                outputs[i] = text.decode("utf-8", errors="replace")
+            if progress is not None:
+                progress.add(len(chunk))
+        return outputs
+
+    def translate_with_ids(self, texts):
+        """One batch through `translate_with_ids`: `(translations, token_ids [B, max_length], scores [B])`."""
+        if "translate_with_ids" not in self.signatures:
+            raise ValueError(f"{self.path} has no `translate_with_ids` signature")
+        encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+        result = self.signatures["translate_with_ids"](text=tf.constant(encoded, dtype=tf.string))
+        translations = [t.decode("utf-8", errors="replace") for t in result["translation"].numpy()]
+        return translations, result["token_ids"].numpy(), result["scores"].numpy()
+
+    def plot_attention(self, text, path, beam_size=1, layer_index=-1):
+        """Not available: a SavedModel holds no attention weights. Raises `ValueError`."""
+        raise ValueError(
+            f"--plot-attention needs a run directory (the model and its tokenizers); {self.path} is an exported "
+            "SavedModel, which returns translations only"
+        )
+
+    def config(self):
+        """The export settings written next to the SavedModel (`assets.extra/keras_transformer.json`), or `{}`."""
+        path = os.path.join(self.path, CONFIG_FILE)
+        if not os.path.exists(path):
+            return {}
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)

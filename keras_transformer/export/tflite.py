@@ -1,0 +1,232 @@
+"""TFLite export of a `TranslatorModule`: strings in, strings out, builtins plus tensorflow-text custom ops.
+
+TensorFlow's Python TFLite interpreter has no Flex delegate, so the converted model may hold only TFLite builtin
+ops and the tensorflow-text custom ops that `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers.
+`export_tflite` converts with `supported_ops=[TFLITE_BUILTINS]` and `allow_custom_ops=True`, then checks every
+operator code of the result (`tflite_op_names`, `check_tflite_ops`): a select-TF (Flex) op or an unknown custom op
+is an error at export time rather than at the user's first call.
+
+How the graph was made convertible:
+
+- Variables are frozen first. Keras layers read their variables where they are used; converted straight from a
+  SavedModel, a read that ends up inside the `tf.while_loop` body stays a resource-variable op
+  (`VAR_HANDLE`/`READ_VARIABLE`) that nothing initializes, and the interpreter fails at its first call. So
+  `export_tflite` turns every variable of the concrete function into a constant (loop bodies included) and
+  converts that, through a temporary SavedModel that keeps the `serving_default` signature and its
+  `text`/`translation` names. (The decoders now also read the weights once before the loop; freezing keeps the
+  export independent of that.)
+- Greedy decoding picks tokens with `tf.argmax` (Keras' `ops.argmax` adds a `BitwiseAnd`, no builtin).
+- Everything else converts as written with `keras.ops`: `slice_update` becomes the builtin `DYNAMIC_UPDATE_SLICE`,
+  einsums become `BATCH_MATMUL`/`TRANSPOSE`/`RESHAPE`, `top_k` (beam search) `TOPK_V2`, the ragged tokenizer
+  output is made dense (and truncated) by tensorflow-text's `RaggedTensorToTensor`, and detokenizing uses integer
+  ops and `FastWordpieceDetokenize` only. Batch size and source length stay dynamic (the interpreter resizes);
+  the loop's caches have the static `max_length`.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+# The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
+TFTEXT_CUSTOM_OPS = frozenset(
+    {"FastWordpieceTokenizeWithOffsets", "TFText>FastWordpieceDetokenize", "RaggedTensorToTensor"}
+)
+
+
+def _builtin_names():
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    return {
+        value: name
+        for name, value in vars(schema.BuiltinOperator).items()
+        if not name.startswith("_") and isinstance(value, int)
+    }
+
+
+def tflite_op_names(model_content):
+    """The distinct operators of a TFLite model, over all its subgraphs (loop bodies included).
+
+    Args:
+        model_content: the `.tflite` flatbuffer as `bytes`, or a path to it.
+
+    Returns:
+        A sorted list of names: builtin ops by their schema name (`"WHILE"`, `"BATCH_MATMUL"`), custom ops by their
+        custom code (`"FastWordpieceTokenizeWithOffsets"`, and select-TF ops as `"Flex..."`).
+    """
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.python import schema_util
+
+    if isinstance(model_content, (str, os.PathLike)):
+        with open(model_content, "rb") as f:
+            model_content = f.read()
+    model = schema.Model.GetRootAsModel(bytearray(model_content), 0)
+    builtins = _builtin_names()
+    custom = schema.BuiltinOperator.CUSTOM
+    names = set()
+    for i in range(model.OperatorCodesLength()):
+        code = model.OperatorCodes(i)
+        builtin = schema_util.get_builtin_code_from_operator_code(code)
+        if builtin == custom:
+            names.add(code.CustomCode().decode("utf-8"))
+        else:
+            names.add(builtins.get(builtin, f"BUILTIN_{builtin}"))
+    return sorted(names)
+
+
+def check_tflite_ops(model_content, allowed_custom_ops=TFTEXT_CUSTOM_OPS):
+    """Raises if a TFLite model needs an op that the Python interpreter cannot run.
+
+    Args:
+        model_content: the `.tflite` flatbuffer as `bytes`, or a path to it.
+        allowed_custom_ops: custom op names that are registered at run time.
+
+    Returns:
+        The model's op names (see `tflite_op_names`).
+
+    Raises:
+        ValueError: naming the select-TF (Flex) and unknown custom ops.
+    """
+    names = tflite_op_names(model_content)
+    builtins = set(_builtin_names().values())
+    flex = [n for n in names if n.startswith("Flex")]
+    unknown = [n for n in names if n not in builtins and n not in allowed_custom_ops and n not in flex]
+    if flex or unknown:
+        raise ValueError(
+            "The TFLite model needs ops that TensorFlow's TFLite interpreter cannot run: "
+            + (f"select-TF (Flex) ops {flex} (there is no Flex delegate); " if flex else "")
+            + (f"custom ops {unknown} (only {sorted(allowed_custom_ops)} are registered)" if unknown else "")
+        )
+    return names
+
+
+def freeze_signature(function, input_name="text", output_name="translation"):
+    """A `tf.Module` whose `serving_default` runs `function` with all its variables turned into constants.
+
+    Args:
+        function: a `tf.function` with an input signature of one tensor, returning `{output_name: tensor}`.
+        input_name: the signature's input name.
+        output_name: the signature's output name.
+
+    Returns:
+        A `tf.Module` with a `serving` `tf.function` (pass it as `signatures={"serving_default": ...}`).
+    """
+    from tensorflow.python.framework import convert_to_constants
+
+    concrete = function.get_concrete_function()
+    frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
+    spec = concrete.structured_input_signature[0][0]
+    module = tf.Module()
+
+    @tf.function(input_signature=[tf.TensorSpec(spec.shape, spec.dtype, name=input_name)])
+    def serving(text):
+        return {output_name: tf.nest.flatten(frozen(text))[0]}
+
+    module.serving = serving
+    return module
+
+
+QUANTIZATIONS = (None, "float16", "dynamic_range")
+
+
+def export_tflite(translator, path, quantize=None, verbose=0):
+    """Converts a `TranslatorModule` to a TFLite string-to-string translator and writes it to `path`.
+
+    The model has one signature, `serving_default`: `text` (`tf.string [batch]`) -> `translation`
+    (`tf.string [batch]`), with the translator's decoding (`beam_size`, `max_length`). Run it with
+    `InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)` (see
+    `TFLiteTranslator`).
+
+    Args:
+        translator: a `keras_transformer.export.TranslatorModule`.
+        path: the `.tflite` file to write (parent directories are created).
+        quantize: `None` (float32 weights), `"float16"` (weights stored in float16, computed in float32: about half
+            the size) or `"dynamic_range"` (int8 weights; matmuls with int8-quantized activations: about a quarter
+            of the size, faster, and the least exact).
+        verbose: 0 silent, 1 print what was written.
+
+    Returns:
+        The path.
+
+    Raises:
+        ValueError: if the converted model would need a Flex op or an unregistered custom op, or for an unknown
+            `quantize`.
+    """
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"`quantize` must be one of {QUANTIZATIONS}; got {quantize!r}")
+    start = time.time()
+    frozen = freeze_signature(translator.translate)
+    workdir = tempfile.mkdtemp(prefix="keras_transformer_tflite_")
+    try:
+        tf.saved_model.save(frozen, workdir, signatures={"serving_default": frozen.serving})
+        converter = tf.lite.TFLiteConverter.from_saved_model(workdir)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True
+        if quantize:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantize == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        content = converter.convert()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    check_tflite_ops(content)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(content)
+    if verbose:
+        weights = f", {quantize} weights" if quantize else ""
+        print(f"Wrote the TFLite translator {path} ({len(content) / 2**20:.1f} MiB{weights}) in "
+              f"{time.time() - start:.0f} s")
+    return path
+
+
+class TFLiteTranslator:
+    """Runs a TFLite translator written by `export_tflite` with TensorFlow's interpreter and tensorflow-text ops.
+
+    Args:
+        path: the `.tflite` file (or its bytes).
+        num_threads: interpreter threads (`None`: the interpreter's default).
+
+    Example:
+
+    >>> TFLiteTranslator("dates.tflite").translate(["the first of May, nineteen ninety-nine"])  # doctest: +SKIP
+    ['1999-05-01']
+    """
+
+    def __init__(self, path, num_threads=None):
+        import tensorflow_text
+        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+
+        kwargs = {"model_content": path} if isinstance(path, bytes) else {"model_path": os.fspath(path)}
+        with warnings.catch_warnings():
+            # TensorFlow 2.21 announces the move to `ai_edge_litert`; its interpreter is the one tensorflow-text's
+            # op registrar is built for.
+            warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+            self.interpreter = InterpreterWithCustomOps(
+                custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+                num_threads=num_threads,
+                **kwargs,
+            )
+        self.runner = self.interpreter.get_signature_runner("serving_default")
+
+    def translate(self, texts, batch_size=1):
+        """Translates Python strings (or UTF-8 bytes); returns a list of strings.
+
+        Args:
+            texts: a list of `str` or `bytes`.
+            batch_size: sentences per interpreter call.
+
+        Returns:
+            The translations, in order.
+        """
+        outputs = []
+        for begin in range(0, len(texts), batch_size):
+            chunk = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts[begin : begin + batch_size]]
+            result = self.runner(text=np.array(chunk, dtype=object))["translation"]
+            outputs.extend(t.decode("utf-8", errors="replace") for t in result)
+        return outputs

@@ -1,0 +1,259 @@
+"""`TranslatorModule`: text in, text out, in one TensorFlow graph (for SavedModel and TFLite export)."""
+
+import json
+
+import keras
+import tensorflow as tf
+
+from keras_transformer.decoding import _common
+from keras_transformer.decoding.beam_search import beam_search_with_parts, gnmt_length_penalty
+from keras_transformer.decoding.greedy import decode_token_by_token
+from keras_transformer.models.inference import TransformerParts
+
+FORMAT = "keras_transformer.TranslatorModule"
+FORMAT_VERSION = 1
+# Width of the `translate_beam` signature when the default decoding is greedy.
+DEFAULT_EXTRA_BEAM_SIZE = 4
+
+
+def _choose_argmax(logits, step):
+    # `tf.argmax` directly: `keras.ops.argmax` on TensorFlow adds a bitcast/BitwiseAnd pass (for -0.0), and
+    # BitwiseAnd is no TFLite builtin.
+    return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+class TranslatorModule(tf.Module):
+    """A trained seq2seq model and its tokenizers as one string-to-string `tf.Module`.
+
+    Every signature runs in a single graph: tokenize the source (tensorflow-text's FastWordpiece), lay the ids out
+    as training did (`[START] tokens[:source_max_length - 2] [END]`, 0-padded to the longest row of the batch), run
+    the encoder once, decode with preallocated key/value caches for a fixed `max_length` steps at most (greedy or
+    beam search, a `tf.while_loop` with static loop shapes), and detokenize. Only integer, float and
+    tensorflow-text ops are used, so the same graph saves as a SavedModel and converts to TFLite with builtin ops
+    plus tensorflow-text's custom ops (see `export_saved_model` and `export_tflite`).
+
+    Rows are independent: padding is masked, so a sentence's translation does not depend on the rest of its batch.
+    An input without any token (empty or whitespace-only) translates to the empty string; a longer input than
+    the model's `max_length` is truncated; characters outside the vocabulary become `[UNK]`; invalid UTF-8 is
+    tokenized byte-wise by FastWordpiece (never an error).
+
+    Signatures (all take `text`: `tf.string [batch]`):
+
+    - `translate` (saved as `serving_default`): `{"translation": tf.string [batch]}` with the export's decoding
+      (`beam_size == 1`: greedy; otherwise beam search of that width).
+    - `translate_with_ids`: the same decoding, plus `token_ids` (int32 `[batch, max_length]`, after `[START]`,
+      `[END]` included, 0 after it) and `scores` (float32 `[batch]`, the length-penalized log-probability
+      `log_prob / ((5 + length) / 6) ** length_penalty` of each output; 0 for an empty input).
+    - `translate_greedy`: greedy decoding, `{"translation"}`.
+    - `translate_beam`: beam search of width `beam_size` (or `DEFAULT_EXTRA_BEAM_SIZE` when the export is
+      greedy), `{"translation"}`.
+
+    Export settings are kept as variables, readable after loading: `max_length`, `beam_size`,
+    `extra_beam_size` (the width of `translate_beam`), `source_max_length`, `length_penalty`, `format` and
+    `format_version`.
+
+    Args:
+        model: a model from `keras_transformer.build_transformer` (or loaded back from `.keras`).
+        source_tokenizer: the source `keras_transformer.data.SubwordTokenizer`.
+        target_tokenizer: the target tokenizer (may be the same object).
+        max_length: Python int, most output tokens (`[END]` included); it sizes the preallocated caches.
+            Defaults to the model's `max_length`.
+        beam_size: Python int, decoding of `translate`/`serving_default`: 1 greedy, more for beam search.
+        length_penalty: float >= 0, GNMT's alpha, for beam search and `scores`.
+        name: module name.
+
+    Example:
+
+    >>> run = keras_transformer.training.load_run("runs/dates")  # doctest: +SKIP
+    >>> module = TranslatorModule(run.model, run.source_tokenizer, run.target_tokenizer)  # doctest: +SKIP
+    >>> module.translate(tf.constant(["the first of May, nineteen ninety-nine"]))["translation"]  # doctest: +SKIP
+    <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'1999-05-01'], dtype=object)>
+    """
+
+    def __init__(
+        self,
+        model,
+        source_tokenizer,
+        target_tokenizer,
+        max_length=None,
+        beam_size=1,
+        length_penalty=0.6,
+        name="translator",
+    ):
+        super().__init__(name=name)
+        parts = TransformerParts.from_model(model)
+        self._parts = parts
+        self._source_max_length = int(parts.encoder_embedding.max_length)
+        if self._source_max_length < 3:
+            raise ValueError(
+                f"The model's max_length={self._source_max_length} leaves no room for source tokens "
+                "between [START] and [END]."
+            )
+        self._max_length = _common.check_max_length(parts.max_length if max_length is None else max_length, parts)
+        self._beam_size = _common.check_positive_int("beam_size", beam_size)
+        self._extra_beam_size = self._beam_size if self._beam_size > 1 else DEFAULT_EXTRA_BEAM_SIZE
+        self._length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
+        if source_tokenizer.vocab_size != parts.encoder_embedding.vocab_size:
+            raise ValueError(
+                f"The source tokenizer has {source_tokenizer.vocab_size} tokens but the model's source embedding "
+                f"has {parts.encoder_embedding.vocab_size}; pass the tokenizers the model was trained with."
+            )
+        if target_tokenizer.vocab_size != parts.vocab_size:
+            raise ValueError(
+                f"The target tokenizer has {target_tokenizer.vocab_size} tokens but the model's output has "
+                f"{parts.vocab_size}; pass the tokenizers the model was trained with."
+            )
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+
+        def constant(value, dtype, var_name):
+            return tf.Variable(value, dtype=dtype, trainable=False, name=var_name)
+
+        self.max_length = constant(self._max_length, tf.int32, "max_length")
+        self.beam_size = constant(self._beam_size, tf.int32, "beam_size")
+        self.extra_beam_size = constant(self._extra_beam_size, tf.int32, "extra_beam_size")
+        self.source_max_length = constant(self._source_max_length, tf.int32, "source_max_length")
+        self.length_penalty = constant(self._length_penalty, tf.float32, "length_penalty")
+        self.format = constant(FORMAT, tf.string, "format")
+        self.format_version = constant(FORMAT_VERSION, tf.int32, "format_version")
+
+    @classmethod
+    def from_run(cls, run, **kwargs):
+        """A `TranslatorModule` for a `keras_transformer.training.Run` or a run directory written by `train`.
+
+        Args:
+            run: a `Run` (from `train` or `load_run`) or the path of a run directory.
+            **kwargs: `max_length`, `beam_size`, `length_penalty`, `name`.
+
+        Returns:
+            A `TranslatorModule`.
+        """
+        if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
+            from keras_transformer.training.trainer import load_run
+
+            run = load_run(run)
+        return cls(run.model, run.source_tokenizer, run.target_tokenizer, **kwargs)
+
+    def get_config(self):
+        """The export settings as a JSON-friendly dict."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "max_length": self._max_length,
+            "beam_size": self._beam_size,
+            "extra_beam_size": self._extra_beam_size,
+            "source_max_length": self._source_max_length,
+            "length_penalty": self._length_penalty,
+            "source_vocab_size": self.source_tokenizer.vocab_size,
+            "target_vocab_size": self.target_tokenizer.vocab_size,
+            "keras_version": keras.__version__,
+            "tensorflow_version": tf.__version__,
+        }
+
+    def to_json(self):
+        return json.dumps(self.get_config(), indent=1)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Graph pieces (called while tracing).
+
+    def encode_text(self, text):
+        """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`."""
+        width = self._source_max_length
+        tokenizer = self.source_tokenizer
+        ragged = tokenizer.tokenize(text)
+        # `to_tensor` with a static width truncates long rows (one RaggedTensorToTensor op, TFLite-friendly).
+        tokens = tf.cast(ragged.to_tensor(default_value=0, shape=[None, width - 2]), tf.int32)
+        lengths = tf.minimum(tf.cast(ragged.row_lengths(), tf.int32), width - 2)
+        batch_size = tf.shape(tokens)[0]
+        longest = tf.reduce_max(tf.concat([lengths, tf.zeros([1], tf.int32)], axis=0))
+        ids = tf.concat(
+            [
+                tf.fill([batch_size, 1], tf.constant(tokenizer.start_id, tf.int32)),
+                tokens[:, :longest],
+                tf.zeros([batch_size, 1], tf.int32),
+            ],
+            axis=1,
+        )
+        positions = tf.expand_dims(tf.range(longest + 2, dtype=tf.int32), 0)
+        ids = tf.where(tf.equal(positions, tf.expand_dims(lengths + 1, 1)), tokenizer.end_id, ids)
+        return ids, tf.greater(lengths, 0)
+
+    def decode_ids(self, source_ids, beam_size, with_scores=True):
+        """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.
+
+        Greedy decoding computes its scores with an extra teacher-forced pass, only `with_scores` (otherwise the
+        scores are `None`); beam search has them anyway.
+        """
+        start_id, end_id = self.target_tokenizer.start_id, self.target_tokenizer.end_id
+        if beam_size > 1:
+            return beam_search_with_parts(
+                self._parts, source_ids, self._max_length, start_id, end_id,
+                beam_size=beam_size, length_penalty=self._length_penalty,
+            )
+        tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax)
+        return tokens, (self.score(source_ids, tokens) if with_scores else None)
+
+    def score(self, source_ids, tokens):
+        """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
+
+        The same score as beam search gives its hypotheses (padding is never generated, so id 0 is removed from the
+        softmax): one teacher-forced pass of the full model.
+        """
+        start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
+        decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
+        logits = self.model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
+        logits = tf.cast(logits, tf.float32) + _common.padding_bias(self._parts.vocab_size)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
+        real = tf.not_equal(tokens, 0)
+        total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)
+        lengths = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
+        return total / gnmt_length_penalty(lengths, self._length_penalty)
+
+    def run(self, text, beam_size, with_scores=False):
+        """The whole pipeline: `(translation [B], token_ids [B, max_length], scores [B] or None)`."""
+        text = tf.convert_to_tensor(text, tf.string)
+        source_ids, has_tokens = self.encode_text(text)
+        tokens, scores = self.decode_ids(source_ids, beam_size, with_scores=with_scores)
+        # An input with no token at all translates to "" (the Python `Translator` does the same for blank lines).
+        tokens = tf.where(tf.expand_dims(has_tokens, 1), tokens, 0)
+        if with_scores:
+            scores = tf.where(has_tokens, scores, 0.0)
+        return self.target_tokenizer.detokenize(tokens), tokens, scores
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Signatures.
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def translate(self, text):
+        """`serving_default`: `text` `[B]` -> `{"translation": [B]}` with the export's decoding."""
+        translation, _, _ = self.run(text, self._beam_size)
+        return {"translation": translation}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def translate_with_ids(self, text):
+        """`text` `[B]` -> `{"translation", "token_ids", "scores"}` with the export's decoding."""
+        translation, tokens, scores = self.run(text, self._beam_size, with_scores=True)
+        return {"translation": translation, "token_ids": tokens, "scores": scores}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def translate_greedy(self, text):
+        """`text` `[B]` -> `{"translation": [B]}` by greedy decoding."""
+        translation, _, _ = self.run(text, 1)
+        return {"translation": translation}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def translate_beam(self, text):
+        """`text` `[B]` -> `{"translation": [B]}` by beam search of width `extra_beam_size`."""
+        translation, _, _ = self.run(text, self._extra_beam_size)
+        return {"translation": translation}
+
+    def signatures(self):
+        """The SavedModel signatures, `{name: tf.function}` (`tf.saved_model.save` traces them while saving)."""
+        return {
+            "serving_default": self.translate,
+            "translate_with_ids": self.translate_with_ids,
+            "translate_greedy": self.translate_greedy,
+            "translate_beam": self.translate_beam,
+        }

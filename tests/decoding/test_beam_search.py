@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.decoding import beam_search, gnmt_length_penalty, greedy_decode
+from tests.decoding.helpers import (
+    END,
+    START,
+    VARIANTS,
+    check_padding_after_end,
+    digit_sources,
+    pad_to,
+    penalized,
+    sequence_log_prob,
+    sources,
+    tiny_model,
+    to_numpy,
+    trained_reversal_model,
+)
+
+
+def test_gnmt_length_penalty():
+    assert float(gnmt_length_penalty(1, 0.6)) == pytest.approx(1.0)
+    assert float(gnmt_length_penalty(7, 0.5)) == pytest.approx(2.0**0.5)
+    assert float(gnmt_length_penalty(30, 0.0)) == 1.0
+
+
+@pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
+def test_beam_size_one_equals_greedy(variant):
+    model = tiny_model(**variant)
+    src = sources()
+    greedy = pad_to(greedy_decode(model, src, 8, START, END), 8)
+    beam = pad_to(beam_search(model, src, 8, START, END, beam_size=1, length_penalty=0.6), 8)
+    np.testing.assert_array_equal(beam, greedy)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_best_hypothesis_scores_at_least_as_well_as_greedy(alpha):
+    model = trained_reversal_model()
+    src = digit_sources(batch=8, seed=3)
+    greedy = to_numpy(greedy_decode(model, src, 8, START, END))
+    tokens, scores = beam_search(model, src, 8, START, END, beam_size=4, length_penalty=alpha, return_scores=True)
+    tokens, scores = to_numpy(tokens), to_numpy(scores)
+    assert scores.shape == (8,) and scores.dtype == np.float32
+    check_padding_after_end(tokens, 8)
+    for row in range(len(src)):
+        beam_score = penalized(*sequence_log_prob(model, src[row], tokens[row]), alpha)
+        greedy_score = penalized(*sequence_log_prob(model, src[row], greedy[row]), alpha)
+        assert scores[row] == pytest.approx(beam_score, abs=1e-4)  # the returned score is the real one
+        assert beam_score >= greedy_score - 1e-5
+
+
+def test_padded_batch_rows_match_decoding_alone():
+    model = trained_reversal_model()
+    src = digit_sources(batch=4, seed=4)
+    batched, batched_scores = beam_search(model, src, 8, START, END, beam_size=3, return_scores=True)
+    batched = pad_to(batched, 8)
+    for row in range(len(src)):
+        alone_src = src[row:row + 1, : int((src[row] != 0).sum())]
+        alone, alone_scores = beam_search(model, alone_src, 8, START, END, beam_size=3, return_scores=True)
+        np.testing.assert_array_equal(batched[row:row + 1], pad_to(alone, 8))
+        np.testing.assert_allclose(to_numpy(batched_scores)[row], to_numpy(alone_scores)[0], atol=1e-4)
+
+
+def test_stops_early_with_the_same_results_as_a_fixed_step_count():
+    model = trained_reversal_model()
+    src = digit_sources()
+    early, early_scores = beam_search(model, src, 10, START, END, return_scores=True)
+    fixed, fixed_scores = beam_search(model, src, 10, START, END, return_scores=True, stop_early=False)
+    np.testing.assert_array_equal(pad_to(early, 10), pad_to(fixed, 10))
+    np.testing.assert_allclose(to_numpy(early_scores), to_numpy(fixed_scores), atol=1e-6)
+    assert early.shape[1] < 10
+    check_padding_after_end(early, 10)
+
+
+def test_xla_compiled_function_matches_eager():
+    model = tiny_model(num_layers=1, **VARIANTS["pre-norm-shared-tied"])  # compiles faster
+    src = sources()
+    eager, eager_scores = beam_search(model, src, 6, START, END, beam_size=3, return_scores=True)
+    eager = pad_to(eager, 6)
+
+    def decode(ids):
+        return beam_search(model, ids, 6, START, END, beam_size=3, return_scores=True)
+
+    # With input signature [None, None]: see test_portability.py.
+    tokens, scores = tf.function(decode, jit_compile=True)(tf.constant(src))
+    assert tokens.shape.as_list() == [4, 6]
+    np.testing.assert_array_equal(to_numpy(tokens), eager)
+    np.testing.assert_allclose(to_numpy(scores), to_numpy(eager_scores), atol=1e-4)
+
+
+def test_arguments_are_checked():
+    model = tiny_model()
+    src = sources()
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, 4, START, END, beam_size=0)
+    with pytest.raises(TypeError, match="beam_size"):
+        beam_search(model, src, 4, START, END, beam_size=2.0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(model, src, 4, START, END, length_penalty=-0.5)
+    with pytest.raises(ValueError, match="max_length"):
+        beam_search(model, src, -1, START, END)
+    with pytest.raises(ValueError, match="start_id"):
+        beam_search(model, src, 4, 99, END)
