@@ -40,6 +40,7 @@ def make_dataset(
     shuffle_buffer=None,
     seed=None,
     pad_to_multiple=8,
+    same_length=False,
     token_budget=None,
     drop_remainder=False,
     tokenize_batch_size=1024,
@@ -61,6 +62,9 @@ def make_dataset(
         shuffle_buffer: shuffle buffer size; default all pairs of a corpus (at most 100,000), 10,000 for a stream.
         seed: shuffle seed, for reproducible order.
         pad_to_multiple: pad `S` and `T` up to a multiple of this; 1 pads to the longest sequence of the batch.
+        same_length: pad `encoder_inputs` and `decoder_inputs` to one length, `max(S, T)` rounded up to
+            `pad_to_multiple`. With bucketing every bucket then has one shape, so an XLA-compiled training
+            step compiles once per bucket instead of once per `(S, T)` combination.
         token_budget: if set (with `bucket`), each bucket's batch size is `token_budget // bucket_length` (at
             most `batch_size`, rounded down to a multiple of 8 when above 8), so batches of short sentences hold
             more sentences and every batch has about the same number of tokens.
@@ -149,13 +153,23 @@ def make_dataset(
         )
 
     def to_model_inputs(encoder_inputs, decoder_inputs, labels):
-        if pad_to_multiple > 1:
+        if same_length:
+            length = tf.maximum(tf.shape(encoder_inputs)[1], tf.shape(decoder_inputs)[1])
+            encoder_inputs = _pad_to(encoder_inputs, length, pad_to_multiple)
+            decoder_inputs = _pad_to(decoder_inputs, length, pad_to_multiple)
+            labels = _pad_to(labels, length, pad_to_multiple)
+        elif pad_to_multiple > 1:
             encoder_inputs = _pad_length(encoder_inputs, pad_to_multiple)
             decoder_inputs = _pad_length(decoder_inputs, pad_to_multiple)
             labels = _pad_length(labels, pad_to_multiple)
         return {"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs}, labels
 
     return dataset.map(to_model_inputs, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+
+
+def _pad_to(batch, length, multiple):
+    padded = (length + multiple - 1) // multiple * multiple
+    return tf.pad(batch, [[0, 0], [0, padded - tf.shape(batch)[1]]])
 
 
 def _pad_length(batch, multiple):

@@ -213,7 +213,13 @@ def train(
         max_length=model_config.max_length,
         token_budget=training_config.token_budget,
     )
-    train_ds = make_dataset(corpus, source_tokenizer, target_tokenizer, seed=training_config.seed, **dataset_args)
+    if training_config.jit_compile:
+        # One shape per length bucket (and full batches only in training): XLA compiles the train step once
+        # per bucket instead of once per (batch, source, target) shape.
+        dataset_args["same_length"] = True
+    train_ds = make_dataset(corpus, source_tokenizer, target_tokenizer, seed=training_config.seed,
+                            drop_remainder=bool(training_config.jit_compile) and len(corpus) >= 4 * training_config.batch_size,
+                            **dataset_args)
     val_ds = (
         make_dataset(val_corpus, source_tokenizer, target_tokenizer, shuffle=False, **dataset_args)
         if val_corpus is not None

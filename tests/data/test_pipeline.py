@@ -120,3 +120,16 @@ def test_measure_throughput_counts_target_tokens(corpus, tokenizers):
 def test_rejects_too_small_max_length(corpus, tokenizers):
     with pytest.raises(ValueError, match="max_length"):
         make_dataset(corpus, *tokenizers, max_length=2)
+
+
+def test_same_length_gives_one_shape_per_bucket(corpus, tokenizers):
+    """For XLA: full batches only, and encoder/decoder padded to one length, so few distinct shapes."""
+    free = {(e.shape, d.shape) for e, d, _ in batches(make_dataset(corpus, *tokenizers, batch_size=16, max_length=32))}
+    dataset = make_dataset(corpus, *tokenizers, batch_size=16, max_length=32, same_length=True, drop_remainder=True)
+    shapes = set()
+    for encoder, decoder, labels in batches(dataset):
+        assert encoder.shape == decoder.shape == labels.shape and encoder.shape[0] == 16
+        assert encoder.shape[1] % 8 == 0
+        shapes.add(encoder.shape)
+    assert len(shapes) <= len({s[1] for s in shapes}) <= 4
+    assert len(shapes) <= len(free)
