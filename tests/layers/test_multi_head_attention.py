@@ -13,17 +13,22 @@ def _np(x):
 def reference_attention(layer, query, value, mask=None):
     """The paper's formula in NumPy, on the layer's own weights."""
     w = {v.path.split("/")[-2] + "/" + v.path.split("/")[-1]: _np(v) for v in layer.weights}
-    q = np.einsum("btd,dhk->bthk", query, w["query/kernel"]) + w["query/bias"]
-    k = np.einsum("btd,dhk->bthk", value, w["key/kernel"]) + w["key/bias"]
-    v = np.einsum("btd,dhk->bthk", value, w["value/kernel"]) + w["value/bias"]
+    h, dk = layer.num_heads, layer.key_dim
+
+    def heads(x, name):
+        y = x @ w[f"{name}/kernel"] + w[f"{name}/bias"]
+        return y.reshape(y.shape[0], y.shape[1], h, dk)
+
+    q, k, v = heads(query, "query"), heads(value, "key"), heads(value, "value")
     logits = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(layer.key_dim)
     if mask is not None:
         logits = np.where(mask[:, None], logits, -np.inf)
     logits = logits - logits.max(-1, keepdims=True)
     weights = np.exp(logits)
     weights = weights / weights.sum(-1, keepdims=True)
-    heads = np.einsum("bhqk,bkhd->bqhd", weights, v)
-    return np.einsum("bqhd,hdo->bqo", heads, w["output/kernel"]) + w["output/bias"]
+    context = np.einsum("bhqk,bkhd->bqhd", weights, v)
+    context = context.reshape(context.shape[0], context.shape[1], -1)
+    return context @ w["output/kernel"] + w["output/bias"]
 
 
 def test_layer_contract(tmp_path):
@@ -153,10 +158,10 @@ def test_rotary_scores_depend_on_relative_position_only():
     seq_b = np.concatenate([np.zeros((1, 3, 8), "float32"), other, token], axis=1)
     _, sa = layer(seq_a, seq_a, use_causal_mask=True, return_attention_scores=True)
     _, sb = layer(seq_b, seq_b, use_causal_mask=True, return_attention_scores=True)
-    qa = _np(layer.rotary(layer.query_dense(seq_a)))
-    ka = _np(layer.rotary(layer.key_dense(seq_a)))
-    qb = _np(layer.rotary(layer.query_dense(seq_b)))
-    kb = _np(layer.rotary(layer.key_dense(seq_b)))
+    qa = _np(layer.rotary(layer.project_query(seq_a)))
+    ka = _np(layer.rotary(layer.project_key(seq_a)))
+    qb = _np(layer.rotary(layer.project_query(seq_b)))
+    kb = _np(layer.rotary(layer.project_key(seq_b)))
     np.testing.assert_allclose((qa[0, 1] * ka[0, 0]).sum(), (qb[0, 4] * kb[0, 3]).sum(), rtol=1e-4)
 
 
