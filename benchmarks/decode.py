@@ -17,8 +17,13 @@ Methods:
   `self_attention_cache`/`self_attention_cache_update_index` and a cross-attention cache computed
   at the first step and reused (TensorFlow backend only).
 
+With `--saved-model` (TensorFlow), each compiled function is also saved as a SavedModel (a `tf.Module` with the
+weights and the function, `[None, None]` int32 input signature), loaded back and timed: the decoding loop as a
+serving binary runs it.
+
 Usage:
     python benchmarks/decode.py                  # defaults: the issue's configuration
+    python benchmarks/decode.py --saved-model --skip-redecode
     python benchmarks/decode.py --batch-sizes 1 --repeats 3
     KERAS_BACKEND=jax python benchmarks/decode.py  # our side only
 """
@@ -26,6 +31,7 @@ Usage:
 import argparse
 import os
 import statistics
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -57,6 +63,9 @@ def parse_args(argv=None):
     parser.add_argument("--skip-keras-hub", action="store_true")
     parser.add_argument("--skip-redecode", action="store_true")
     parser.add_argument("--no-xla", action="store_true", help="skip the jit_compile=True variants")
+    parser.add_argument("--saved-model", action="store_true",
+                        help="also time each function saved as a SavedModel and loaded back (TensorFlow only)")
+    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (TensorFlow; default: all)")
     return parser.parse_args(argv)
 
 
@@ -74,6 +83,18 @@ def compile_function(fn, xla):
     return None
 
 
+def saved_model_function(decode, xla, tracked, directory):
+    """`decode` saved in a SavedModel with the weights of `tracked` (layers/models), loaded back."""
+    import tensorflow as tf
+
+    module = tf.Module()
+    module.tracked = list(tracked)
+    module.decode = tf.function(decode, jit_compile=xla, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    tf.saved_model.save(module, directory)
+    loaded = tf.saved_model.load(directory)
+    return lambda ids: loaded.decode(ids)  # keeps `loaded` (which owns the variables) alive
+
+
 def time_once(fn, inputs):
     """Seconds of one call, outputs fetched."""
     start = time.perf_counter()
@@ -83,7 +104,12 @@ def time_once(fn, inputs):
 
 def ours_cached(model, tokens):
     parts = TransformerParts.from_model(model)
-    return lambda ids: greedy_search(parts, ids, tokens, START_ID, END_ID, stop_early=False)
+
+    def decode(ids):
+        return greedy_search(parts, ids, tokens, START_ID, END_ID, stop_early=False)
+
+    decode.tracked = [model]
+    return decode
 
 
 def redecode_fixed_buffer(model, tokens):
@@ -199,12 +225,21 @@ def keras_hub_cached(args):
         )
         return out
 
+    decode.tracked = [enc_embedding, dec_embedding, *encoders, *decoders, output]
+
     return decode
 
 
 def main(argv=None):
     args = parse_args(argv)
     backend = keras.backend.backend()
+    if args.saved_model and backend != "tensorflow":
+        raise SystemExit("--saved-model needs the TensorFlow backend (KERAS_BACKEND=tensorflow).")
+    if args.threads and backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     keras.utils.set_random_seed(0)
     model = build_transformer(
         args.vocab_size, args.vocab_size, num_layers=args.num_layers, d_model=args.d_model,
@@ -228,7 +263,7 @@ def main(argv=None):
         f"{args.num_heads} heads, d_ff {args.d_ff}, vocab {args.vocab_size}; source length "
         f"{args.source_length}; {args.tokens} tokens per row (fixed); median of {args.repeats} runs"
     )
-    header = f"{'method':<26} {'batch':>5} {'XLA':>4} {'ms/step':>9} {'tokens/s':>10} {'best ms/step':>13}"
+    header = f"{'method':<34} {'batch':>5} {'XLA':>4} {'ms/step':>9} {'tokens/s':>10} {'best ms/step':>13}"
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
@@ -243,6 +278,11 @@ def main(argv=None):
                 if fn is not None:
                     np.asarray(ops.convert_to_numpy(fn(ids)))  # warm-up: trace and compile
                     functions.append((name, xla, fn))
+                if fn is not None and args.saved_model and hasattr(decode, "tracked"):
+                    directory = tempfile.mkdtemp(prefix="decode_saved_model_")
+                    loaded = saved_model_function(decode, xla, decode.tracked, directory)
+                    np.asarray(ops.convert_to_numpy(loaded(ids)))  # warm-up
+                    functions.append((f"{name} [SavedModel]", xla, loaded))
         # Round robin: each repeat times every method once, so load changes hit all of them alike.
         times = {(name, xla): [] for name, xla, _ in functions}
         for _ in range(args.repeats):
@@ -253,7 +293,7 @@ def main(argv=None):
             seconds = statistics.median(runs)
             results[(name, batch, xla)] = seconds
             print(
-                f"{name:<26} {batch:>5} {'yes' if xla else 'no':>4} {1000 * seconds / args.tokens:>9.2f} "
+                f"{name:<34} {batch:>5} {'yes' if xla else 'no':>4} {1000 * seconds / args.tokens:>9.2f} "
                 f"{batch * args.tokens / seconds:>10.0f} {1000 * min(runs) / args.tokens:>13.2f}",
                 flush=True,
             )
@@ -269,9 +309,14 @@ def main(argv=None):
                 other = results.get((name, batch, xla))
                 if other is not None:
                     print(f"  batch {batch:>2}, XLA {'yes' if xla else 'no ':<3}: {other / ours:5.2f}x vs {name}")
+            ours_saved = results.get(("ours (cached) [SavedModel]", batch, xla))
+            hub_saved = results.get(("keras-hub (cached) [SavedModel]", batch, xla))
+            if ours_saved is not None and hub_saved is not None:
+                print(f"  batch {batch:>2}, XLA {'yes' if xla else 'no ':<3}: {hub_saved / ours_saved:5.2f}x vs "
+                      "keras-hub (cached), both inside a SavedModel")
         ours_best = min(v for (n, b, _), v in results.items() if n == "ours (cached)" and b == batch)
         others = {n: min(v for (m, b, _), v in results.items() if m == n and b == batch)
-                  for (n, b, _) in results if b == batch and n != "ours (cached)"}
+                  for (n, b, _) in results if b == batch and not n.startswith("ours (cached)")}
         for name, best in others.items():
             print(f"  batch {batch:>2}, best vs best: {best / ours_best:5.2f}x vs {name}")
     print(f"done: {len(results)} timings")

@@ -31,6 +31,7 @@ TRAINING_FLAGS = [
     ("--label-smoothing", float, "label smoothing of the loss"),
     ("--patience", int, "stop after this many epochs without validation improvement"),
     ("--average-last", int, "average the weights of the last N epochs at the end"),
+    ("--max-minutes", float, "stop before this much training wall time (counted across resumes)"),
     ("--seed", int, "random seed"),
 ]
 

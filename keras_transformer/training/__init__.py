@@ -5,6 +5,7 @@ Losses, metrics and the schedule use `keras.ops` only, so they work on every Ker
 
 from keras_transformer.training.callbacks import BestModelCheckpoint
 from keras_transformer.training.callbacks import HistoryLogger
+from keras_transformer.training.callbacks import TimeBudget
 from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
@@ -18,6 +19,7 @@ __all__ = [
     "HistoryLogger",
     "MaskedAccuracy",
     "MaskedSparseCategoricalCrossentropy",
+    "TimeBudget",
     "TransformerSchedule",
     "load_history",
     "make_callbacks",

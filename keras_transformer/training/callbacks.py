@@ -4,6 +4,7 @@ import csv
 import json
 import math
 import os
+import time
 
 import keras
 
@@ -36,9 +37,15 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         super().on_epoch_end(epoch, logs)
 
 
+def _clock():
+    """Seconds on a monotonic clock (tests replace it)."""
+    return time.monotonic()
+
+
 class HistoryLogger(keras.callbacks.Callback):
     """Writes the per-epoch logs to a JSON file and a CSV file after every epoch.
 
+    Each record also holds `epoch_seconds`, the wall time of the epoch (training and validation).
     Records are keyed by epoch number. A run resumed with `BackupAndRestore` passes `resume_epoch` (the epoch the
     backup restores), keeps the records up to it and continues the same files; a new run starts them afresh.
 
@@ -58,6 +65,10 @@ class HistoryLogger(keras.callbacks.Callback):
         self.csv_path = csv_path
         self.resume_epoch = resume_epoch
         self.records = {}
+        self._epoch_started = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_started = _clock()
 
     def on_train_begin(self, logs=None):
         self.records = {}
@@ -76,6 +87,8 @@ class HistoryLogger(keras.callbacks.Callback):
         learning_rate = _current_learning_rate(self.model)
         if learning_rate is not None and "learning_rate" not in record:
             record["learning_rate"] = learning_rate
+        if self._epoch_started is not None:
+            record["epoch_seconds"] = _clock() - self._epoch_started
         self.records[epoch + 1] = record
         self._write()
 
@@ -100,6 +113,74 @@ class HistoryLogger(keras.callbacks.Callback):
                 writer = csv.DictWriter(f, fieldnames=keys)
                 writer.writeheader()
                 writer.writerows(records)
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training before a wall-clock budget runs out, at an epoch end when it can.
+
+    After each epoch it projects the next one to last as long as the latest (so the first epoch's XLA compiles
+    do not count twice) and stops if that would overrun the budget; mid-epoch, it stops as soon as the budget is
+    spent. Either way `fit()` returns normally, so the checkpoints, the history and weight averaging see a
+    finished run.
+
+    Args:
+        max_seconds: the budget for training (including validation), in seconds.
+        spent_seconds: time already spent before this `fit()` call (a resumed run).
+        verbose: print why training stopped.
+
+    Example:
+
+    >>> budget = TimeBudget(90 * 60)  # model.fit(..., epochs=100, callbacks=[budget]) trains at most 90 minutes
+    """
+
+    def __init__(self, max_seconds, spent_seconds=0.0, verbose=1):
+        super().__init__()
+        if not max_seconds or max_seconds <= 0:
+            raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
+        self.max_seconds = float(max_seconds)
+        self.spent_seconds = float(spent_seconds)
+        self.verbose = verbose
+        self.stopped_reason = None
+        self._started = None
+        self._epoch_started = None
+
+    def elapsed(self):
+        """Seconds of training so far, including `spent_seconds`."""
+        return self.spent_seconds + (_clock() - self._started if self._started is not None else 0.0)
+
+    def on_train_begin(self, logs=None):
+        self._started = _clock()
+        self.stopped_reason = None
+        if self.spent_seconds >= self.max_seconds:
+            self._stop(f"the time budget ({self.max_seconds / 60:.1f} min) was already spent before this run")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_started = _clock()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.stopped_reason is None and self.elapsed() >= self.max_seconds:
+            self._stop(f"the time budget ({self.max_seconds / 60:.1f} min) ran out in the middle of an epoch")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.stopped_reason is not None:
+            return
+        last_epoch = _clock() - self._epoch_started
+        if self.elapsed() + last_epoch > self.max_seconds:
+            self._stop(
+                f"another epoch (~{last_epoch / 60:.1f} min) would overrun the time budget "
+                f"({self.elapsed() / 60:.1f} of {self.max_seconds / 60:.1f} min used) after epoch {epoch + 1}"
+            )
+
+    def _stop(self, reason):
+        self.stopped_reason = reason
+        self.model.stop_training = True
+        if self.verbose:
+            print(f"\nStopping: {reason}.", flush=True)
+
+
+def spent_training_seconds(history_path, up_to_epoch):
+    """Wall time of the epochs `<= up_to_epoch` recorded in a `history.json` (0 for records without timing)."""
+    return sum(float(r.get("epoch_seconds", 0.0)) for r in _read_records(history_path) if r["epoch"] <= up_to_epoch)
 
 
 def _current_learning_rate(model):
@@ -156,6 +237,7 @@ def make_callbacks(
     monitor="val_loss",
     backup_freq="epoch",
     history=True,
+    max_minutes=None,
 ):
     """The callbacks of a training run, all writing under `output_dir`.
 
@@ -169,7 +251,9 @@ def make_callbacks(
     * `logs/`: TensorBoard;
     * `history.json` / `history.csv`: per-epoch metrics and learning rate (`HistoryLogger`), continued when
       resuming from a backup, started afresh otherwise;
-    * early stopping after `patience` epochs without improvement, restoring the best weights.
+    * early stopping after `patience` epochs without improvement, restoring the best weights;
+    * `TimeBudget`: with `max_minutes`, training stops before that much wall time is spent (counting the epochs
+      before an interruption, from `history.json`).
 
     Args:
         output_dir: directory of the run (created if needed).
@@ -179,6 +263,7 @@ def make_callbacks(
         monitor: metric for the best checkpoint and early stopping.
         backup_freq: `"epoch"`, or back up every this many batches (Keras still resumes at the epoch start).
         history: add the `HistoryLogger`.
+        max_minutes: wall-clock training budget in minutes; `None` for none.
 
     Returns:
         A list of callbacks for `model.fit(callbacks=...)`.
@@ -217,4 +302,7 @@ def make_callbacks(
         callbacks.append(
             keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
         )
+    if max_minutes is not None:
+        spent = spent_training_seconds(history_path, resume_epoch) if resume_epoch else 0.0
+        callbacks.append(TimeBudget(float(max_minutes) * 60.0, spent_seconds=spent))
     return callbacks

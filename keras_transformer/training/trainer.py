@@ -49,6 +49,7 @@ class TrainingConfig:
     jit_compile: bool = True
     max_words: int | None = None
     steps_per_epoch: int | None = None
+    max_minutes: float | None = None
 
 
 MODEL_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
@@ -236,6 +237,7 @@ def train(
         output_dir,
         patience=training_config.patience,
         monitor="val_loss" if val_ds is not None else "loss",
+        max_minutes=training_config.max_minutes,
     )
     if training_config.average_last > 1:
         callbacks.append(WeightAveraging(training_config.average_last))

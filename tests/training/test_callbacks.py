@@ -118,3 +118,82 @@ def test_a_new_run_in_the_same_directory_starts_a_fresh_history(tmp_path):
         model.fit(tokens, labels, batch_size=8, epochs=epochs, verbose=0,
                   callbacks=make_callbacks(tmp_path, tensorboard=False))
     assert len(load_history(tmp_path / "history.json")["loss"]) == 1
+
+
+class FakeClock:
+    """Stands in for the callbacks module's clock; each training batch advances it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class Tick(keras.callbacks.Callback):
+    def __init__(self, clock, seconds_per_batch):
+        super().__init__()
+        self.clock, self.seconds = clock, seconds_per_batch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.clock.now += self.seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    import keras_transformer.training.callbacks as callbacks_module
+
+    fake = FakeClock()
+    monkeypatch.setattr(callbacks_module, "_clock", fake)
+    return fake
+
+
+def test_time_budget_stops_at_the_epoch_end_that_would_overrun(tmp_path, clock):
+    tokens, labels = make_data()
+    model = make_model()
+    # 6 batches of 10 s: 60 s per epoch. A 150 s budget fits 2 epochs; a third would end at 180 s.
+    callbacks = make_callbacks(tmp_path, tensorboard=False, max_minutes=150 / 60)
+    budget = [c for c in callbacks if type(c).__name__ == "TimeBudget"][0]
+    history = model.fit(tokens, labels, batch_size=8, epochs=10, verbose=0,
+                        callbacks=[Tick(clock, 10.0)] + callbacks)
+    assert len(history.history["loss"]) == 2
+    assert int(model.optimizer.iterations) == 2 * STEPS_PER_EPOCH
+    assert "would overrun" in budget.stopped_reason
+    records = json.loads((tmp_path / "history.json").read_text())["epochs"]
+    assert [r["epoch_seconds"] for r in records] == pytest.approx([60.0, 60.0])
+    assert (tmp_path / "last.keras").exists()
+    assert not (tmp_path / "backup").exists()  # a budget stop is a normal end of training
+
+
+def test_time_budget_stops_mid_epoch_when_spent(tmp_path, clock):
+    from keras_transformer.training import TimeBudget
+
+    tokens, labels = make_data()
+    model = make_model()
+    budget = TimeBudget(35.0, verbose=0)  # 10 s per batch: stops after the 4th batch of the first epoch
+    model.fit(tokens, labels, batch_size=8, epochs=3, verbose=0, callbacks=[Tick(clock, 10.0), budget])
+    assert int(model.optimizer.iterations) == 4
+    assert "middle of an epoch" in budget.stopped_reason
+
+
+def test_time_budget_counts_the_epochs_before_an_interruption(tmp_path, clock):
+    tokens, labels = make_data()
+    run_dir = tmp_path / "run"
+    with pytest.raises(Killed):
+        make_model().fit(tokens, labels, batch_size=8, epochs=10, verbose=0,
+                         callbacks=[Tick(clock, 10.0)] + make_callbacks(run_dir, tensorboard=False, max_minutes=4)
+                         + [KillAt(epoch=2, batch=1)])
+    # Two 60 s epochs were recorded before the kill (the 10 s of the killed epoch are lost with it); the resumed
+    # run has 240 - 120 = 120 s left: 2 more epochs, then the projection stops it (a third would end at 300 s).
+    resumed = make_model()
+    history = resumed.fit(tokens, labels, batch_size=8, epochs=10, verbose=0,
+                          callbacks=[Tick(clock, 10.0)] + make_callbacks(run_dir, tensorboard=False, max_minutes=4))
+    assert len(history.history["loss"]) == 2
+    assert int(resumed.optimizer.iterations) == 4 * STEPS_PER_EPOCH
+
+
+def test_time_budget_rejects_a_non_positive_budget():
+    from keras_transformer.training import TimeBudget
+
+    with pytest.raises(ValueError, match="positive"):
+        TimeBudget(0)
