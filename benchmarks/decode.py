@@ -15,7 +15,7 @@ Methods:
   it compiles with XLA; it processes every position at every step).
 - keras-hub (cached): `keras_hub.layers.TransformerEncoder`/`TransformerDecoder` with
   `self_attention_cache`/`self_attention_cache_update_index` and a cross-attention cache computed
-  at the first step and reused (TensorFlow backend only).
+  at the first step and reused, in the same `keras.ops.while_loop` (any backend).
 
 With `--saved-model` (TensorFlow), each compiled function is also saved as a SavedModel (a `tf.Module` with the
 weights and the function, `[None, None]` int32 input signature), loaded back and timed: the decoding loop as a
@@ -25,7 +25,7 @@ Usage:
     python benchmarks/decode.py                  # defaults: the issue's configuration
     python benchmarks/decode.py --saved-model --skip-redecode
     python benchmarks/decode.py --batch-sizes 1 --repeats 3
-    KERAS_BACKEND=jax python benchmarks/decode.py  # our side only
+    KERAS_BACKEND=jax python benchmarks/decode.py  # e.g. on a GPU (jax.jit; no TensorFlow needed)
 """
 
 import argparse
@@ -159,10 +159,18 @@ def redecode_prefix(model, tokens):
     return decode
 
 
+def _argmax_int32(logits):
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        # tf.argmax directly: keras.ops.argmax on TensorFlow adds a pass over the logits for -0.0.
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return ops.cast(ops.argmax(logits, axis=-1), "int32")
+
+
 def keras_hub_cached(args):
-    """keras-hub's cached encoder-decoder greedy loop at the same dimensions (random weights)."""
+    """keras-hub's cached encoder-decoder greedy loop at the same dimensions (random weights; any backend)."""
     import keras_hub
-    import tensorflow as tf
 
     d, heads, tokens, length = args.d_model, args.num_heads, args.tokens, args.source_length
     head_dim = d // heads
@@ -182,8 +190,8 @@ def keras_hub_cached(args):
     output(y)
 
     def decode(ids):
-        batch = tf.shape(ids)[0]
-        mask = tf.not_equal(ids, 0)
+        batch, source_length = ops.shape(ids)[0], ops.shape(ids)[1]
+        mask = ops.not_equal(ids, 0)
         x = enc_embedding(ids)
         for layer in encoders:
             x = layer(x, padding_mask=mask)
@@ -202,27 +210,24 @@ def keras_hub_cached(args):
                 )
                 new_self.append(self_cache)
                 new_cross.append(cross_cache)
-            logits = output(y)[:, 0, 1:]
-            chosen = tf.argmax(logits, axis=-1, output_type=tf.int32) + 1
+            chosen = _argmax_int32(output(y)[:, 0, 1:]) + 1
             return chosen, new_self, new_cross
 
-        zeros_self = [tf.zeros([batch, 2, tokens, heads, head_dim]) for _ in decoders]
-        zeros_cross = [tf.zeros([batch, 2, tf.shape(ids)[1], heads, head_dim]) for _ in decoders]
-        start = tf.fill([batch], START_ID)
+        zeros_self = [ops.zeros((batch, 2, tokens, heads, head_dim)) for _ in decoders]
+        zeros_cross = [ops.zeros((batch, 2, source_length, heads, head_dim)) for _ in decoders]
+        start = ops.full((batch,), START_ID, dtype="int32")
         # Step 0 computes the cross-attention caches; the loop reuses them.
         chosen, self_caches, cross_caches = step_logits(start, 0, zeros_self, zeros_cross, first=True)
-        out = tf.zeros([batch, tokens], tf.int32)
-        columns = tf.range(tokens)[None]
-        out = tf.where(tf.equal(columns, 0), chosen[:, None], out)
+        columns = ops.arange(tokens, dtype="int32")[None]
+        out = ops.where(ops.equal(columns, 0), chosen[:, None], ops.zeros((batch, tokens), dtype="int32"))
 
         def body(step, token, out, self_caches):
             chosen, self_caches, _ = step_logits(token, step, self_caches, cross_caches, first=False)
-            out = tf.where(tf.equal(columns, step), chosen[:, None], out)
+            out = ops.where(ops.equal(columns, step), chosen[:, None], out)
             return step + 1, chosen, out, self_caches
 
-        _, _, out, _ = tf.while_loop(
-            lambda step, *_: step < tokens, body, [tf.constant(1), chosen, out, self_caches]
-        )
+        start_vars = (ops.convert_to_tensor(1, dtype="int32"), chosen, out, self_caches)
+        _, _, out, _ = ops.while_loop(lambda step, *_: ops.less(step, tokens), body, start_vars)
         return out
 
     decode.tracked = [enc_embedding, dec_embedding, *encoders, *decoders, output]
@@ -253,10 +258,7 @@ def main(argv=None):
             ("re-decode (fixed buffer)", lambda: redecode_fixed_buffer(model, args.tokens), (False, True))
         )
     if not args.skip_keras_hub:
-        if backend == "tensorflow":
-            methods.append(("keras-hub (cached)", lambda: keras_hub_cached(args), (False, True)))
-        else:
-            print(f"(keras-hub rows skipped: backend is {backend}, not tensorflow)")
+        methods.append(("keras-hub (cached)", lambda: keras_hub_cached(args), (False, True)))
 
     print(
         f"backend {backend}; {args.num_layers}+{args.num_layers} layers, d_model {args.d_model}, "

@@ -24,7 +24,7 @@ def build_ours(args):
 
     return build_transformer(
         args.vocab, args.vocab, num_layers=args.layers, d_model=args.d_model, num_heads=args.heads,
-        d_ff=args.d_ff, dropout=0.1, max_length=max(args.src_len, args.tgt_len) + 8,
+        d_ff=args.d_ff, dropout=args.dropout, max_length=max(args.src_len, args.tgt_len) + 8,
     )
 
 
@@ -40,10 +40,10 @@ def build_keras_hub(args):
     dec_mask = ops.not_equal(dec_in, 0)
     x = keras_hub.layers.TokenAndPositionEmbedding(args.vocab, max_len, args.d_model)(enc_in)
     for _ in range(args.layers):
-        x = keras_hub.layers.TransformerEncoder(args.d_ff, args.heads, dropout=0.1)(x, padding_mask=enc_mask)
+        x = keras_hub.layers.TransformerEncoder(args.d_ff, args.heads, dropout=args.dropout)(x, padding_mask=enc_mask)
     y = keras_hub.layers.TokenAndPositionEmbedding(args.vocab, max_len, args.d_model)(dec_in)
     for _ in range(args.layers):
-        y = keras_hub.layers.TransformerDecoder(args.d_ff, args.heads, dropout=0.1)(
+        y = keras_hub.layers.TransformerDecoder(args.d_ff, args.heads, dropout=args.dropout)(
             y, x, decoder_padding_mask=dec_mask, encoder_padding_mask=enc_mask
         )
     logits = keras.layers.Dense(args.vocab, dtype="float32")(y)
@@ -72,6 +72,7 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--src-len", type=int, default=24)
     parser.add_argument("--tgt-len", type=int, default=24)
+    parser.add_argument("--dropout", type=float, default=0.1, help="dropout rate of both models")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
     parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
     parser.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 (GPU)")
@@ -93,13 +94,18 @@ def main(argv=None):
                                    args.layers, args.layers, args.vocab)
     peak = measure_matmul_flops(dtype="bfloat16" if args.mixed_precision == "mixed_bfloat16" else "float32")
 
-    results = {}
+    results, policies = {}, {}
     builders = {"keras_transformer": build_ours, "keras-hub": build_keras_hub}
     for name, build in builders.items():
         if args.only and not name.startswith(args.only.replace("ours", "keras_transformer")):
             continue
+        if args.mixed_precision:
+            # Per model: `clear_session()` below also resets the global dtype policy.
+            keras.config.set_dtype_policy(args.mixed_precision)
         keras.utils.set_random_seed(0)
-        seconds = time_training(build(args), args, (inputs, labels))
+        model = build(args)
+        policies[name] = model.dtype_policy.name
+        seconds = time_training(model, args, (inputs, labels))
         results[name] = seconds
         keras.backend.clear_session()
 
@@ -109,7 +115,7 @@ def main(argv=None):
             name, f"{seconds * 1000:.0f}", f"{args.batch * args.tgt_len / seconds:,.0f}",
             f"{flops / seconds / 1e9:.1f}", f"{100 * flops / seconds / peak:.0f}%",
         ])
-    print(f"\nbackend={keras.backend.backend()} policy={keras.config.dtype_policy().name} "
+    print(f"\nbackend={keras.backend.backend()} policy={'/'.join(sorted(set(policies.values())))} "
           f"jit_compile={args.jit_compile} vocab={args.vocab} d_model={args.d_model} heads={args.heads} "
           f"d_ff={args.d_ff} layers={args.layers}+{args.layers} batch={args.batch}x{args.tgt_len}")
     print(f"training step: {flops / 1e9:.1f} GFLOP (matmuls, fwd+bwd); measured matmul rate {peak / 1e9:.1f} GFLOP/s\n")
