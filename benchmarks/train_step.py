@@ -24,7 +24,8 @@ def build_ours(args):
 
     return build_transformer(
         args.vocab, args.vocab, num_layers=args.layers, d_model=args.d_model, num_heads=args.heads,
-        d_ff=args.d_ff, dropout=args.dropout, max_length=max(args.src_len, args.tgt_len) + 8,
+        d_ff=args.d_ff, dropout=args.dropout,
+        activation_dropout=args.activation_dropout, max_length=max(args.src_len, args.tgt_len) + 8,
     )
 
 
@@ -73,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--src-len", type=int, default=24)
     parser.add_argument("--tgt-len", type=int, default=24)
     parser.add_argument("--dropout", type=float, default=0.1, help="dropout rate of both models")
+    parser.add_argument("--activation-dropout", type=float, default=0.0,
+                        help="ours' dropout inside the FFN (default 0: keras-hub's blocks have none, equal config)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
     parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
     parser.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 (GPU)")

@@ -19,6 +19,7 @@ MODEL_FLAGS = [
     ("--num-heads", int, "attention heads"),
     ("--d-ff", int, "feed-forward hidden size"),
     ("--dropout", float, "dropout rate"),
+    ("--activation-dropout", float, "dropout inside the feed-forward networks (default: --dropout)"),
     ("--max-length", int, "longest sequence in tokens (longer sentences are truncated)"),
 ]
 TRAINING_FLAGS = [

@@ -23,8 +23,10 @@ class TransformerDecoder(keras.layers.Layer):
         d_model: int. Feature size of inputs and outputs.
         num_heads: int. Attention heads; `d_model` must be divisible by it.
         d_ff: int. Hidden size of the feed-forward network.
-        dropout: float. Dropout on each sub-block's output (and inside the FFN).
+        dropout: float. Dropout on each sub-block's output (and inside the FFN unless `activation_dropout`).
         attention_dropout: float. Dropout on attention weights. Defaults to `dropout`.
+        activation_dropout: float. Dropout on the FFN's hidden activations (inside the FFN). Defaults to
+            `dropout`; 0 gives the paper's (and keras-hub's) block, and saves the `d_ff`-wide random mask.
         activation: str or callable. FFN activation.
         norm_first: bool. Pre-norm if `True`, post-norm (the paper) if `False`.
         layer_norm_epsilon: float. Epsilon of the layer normalizations.
@@ -68,6 +70,7 @@ class TransformerDecoder(keras.layers.Layer):
         dropout=0.0,
         attention_dropout=None,
         activation="relu",
+        activation_dropout=None,
         norm_first=False,
         layer_norm_epsilon=1e-6,
         use_bias=True,
@@ -85,6 +88,7 @@ class TransformerDecoder(keras.layers.Layer):
         self.d_ff = d_ff
         self.dropout = dropout
         self.attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.activation_dropout = dropout if activation_dropout is None else activation_dropout
         self.activation = keras.activations.get(activation)
         self.norm_first = norm_first
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -132,7 +136,7 @@ class TransformerDecoder(keras.layers.Layer):
         self.cross_attention_norm = self._norm("cross_attention_norm")
         self.cross_attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.ffn_inner, self.ffn_dropout, self.ffn_outer = make_feed_forward(
-            self.d_model, self.d_ff, self.activation, self.dropout, init, binit,
+            self.d_model, self.d_ff, self.activation, self.activation_dropout, init, binit,
             self.dtype_policy, "ffn",
         )
         self.ffn_norm = self._norm("ffn_norm")
@@ -262,6 +266,7 @@ class TransformerDecoder(keras.layers.Layer):
                 "d_ff": self.d_ff,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "norm_first": self.norm_first,
                 "layer_norm_epsilon": self.layer_norm_epsilon,

@@ -36,6 +36,7 @@ class TransformerConfig:
     num_encoder_layers: int | None = None
     num_decoder_layers: int | None = None
     attention_dropout: float | None = None
+    activation_dropout: float | None = None
     activation: str = "relu"
     norm_first: bool = False
     layer_norm_epsilon: float = 1e-6
@@ -80,6 +81,7 @@ def build_transformer(
     num_encoder_layers=None,
     num_decoder_layers=None,
     attention_dropout=None,
+    activation_dropout=None,
     activation="relu",
     norm_first=False,
     layer_norm_epsilon=1e-6,
@@ -103,6 +105,8 @@ def build_transformer(
         max_length: int. Longest sequence (sets the learned position table, and decoding caches).
         num_encoder_layers / num_decoder_layers: int. Override `num_layers` on one side.
         attention_dropout: float. Dropout on attention weights; defaults to `dropout`.
+        activation_dropout: float. Dropout inside the FFN (on its hidden activations); defaults to
+            `dropout`. 0 is the paper's block; it also saves the widest random mask of the step.
         activation: str. FFN activation (`"relu"` in the paper).
         norm_first: bool. Pre-norm blocks plus a final layer norm on each side.
         layer_norm_epsilon: float.
@@ -139,6 +143,7 @@ def build_transformer(
         d_ff=d_ff,
         dropout=dropout,
         attention_dropout=attention_dropout,
+        activation_dropout=activation_dropout,
         activation=activation,
         norm_first=norm_first,
         layer_norm_epsilon=layer_norm_epsilon,

@@ -88,3 +88,18 @@ def test_missing_encoder_sequence_is_a_clear_error():
     dec = TransformerDecoder(16, 4, 32)
     with pytest.raises(ValueError, match="encoder_sequence"):
         dec(np.zeros((1, 2, 16), "float32"))
+
+
+def test_activation_dropout_controls_the_dropout_inside_the_ffn_only():
+    y = np.random.rand(2, 5, 16).astype("float32")
+    x = np.random.rand(2, 6, 16).astype("float32")
+    only_ffn = TransformerDecoder(16, 4, 32, dropout=0.0, attention_dropout=0.0, activation_dropout=0.5)
+    train, infer = only_ffn(y, x, training=True), only_ffn(y, x, training=False)
+    assert not np.allclose(np.asarray(ops.convert_to_numpy(train)), np.asarray(ops.convert_to_numpy(infer)))
+    none = TransformerDecoder(16, 4, 32, dropout=0.0, activation_dropout=0.0)
+    np.testing.assert_array_equal(
+        np.asarray(ops.convert_to_numpy(none(y, x, training=True))),
+        np.asarray(ops.convert_to_numpy(none(y, x, training=False))),
+    )
+    assert TransformerDecoder(16, 4, 32, dropout=0.3).activation_dropout == 0.3
+    assert TransformerDecoder.from_config(only_ffn.get_config()).activation_dropout == 0.5

@@ -63,3 +63,14 @@ def test_pre_and_post_norm_differ_and_both_normalize():
 def test_d_model_must_divide_into_heads():
     with pytest.raises(ValueError, match="divisible"):
         TransformerEncoder(10, 3, 20)
+
+
+def test_activation_dropout_controls_the_dropout_inside_the_ffn_only():
+    x = np.random.rand(2, 6, 16).astype("float32")
+    only_ffn = TransformerEncoder(16, 4, 32, dropout=0.0, attention_dropout=0.0, activation_dropout=0.5)
+    assert not np.allclose(_np(only_ffn(x, training=True)), _np(only_ffn(x, training=False)))
+    none = TransformerEncoder(16, 4, 32, dropout=0.0, activation_dropout=0.0)
+    np.testing.assert_array_equal(_np(none(x, training=True)), _np(none(x, training=False)))
+    assert TransformerEncoder(16, 4, 32, dropout=0.3).activation_dropout == 0.3  # default: `dropout`
+    restored = TransformerEncoder.from_config(only_ffn.get_config())
+    assert restored.activation_dropout == 0.5 and restored.dropout == 0.0

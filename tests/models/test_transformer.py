@@ -104,12 +104,13 @@ def test_xla_compiles_and_matches_eager():
 
 
 def test_config_round_trips_through_json_and_builds():
-    config = TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, norm_first=True, **SMALL)
+    config = TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, norm_first=True, activation_dropout=0.0, **SMALL)
     again = TransformerConfig.from_json(config.to_json())
     assert again == config
     assert json.loads(config.to_json())["d_model"] == 32
     model = again.build()
     assert tuple(model(_batch(40, 40)).shape) == (3, 5, 40)
+    assert {model.get_layer(f"{side}_layer_0").activation_dropout for side in ("encoder", "decoder")} == {0.0}
     with pytest.raises(ValueError, match="Unknown TransformerConfig settings"):
         TransformerConfig.from_dict({"src_vocab_size": 4, "tgt_vocab_size": 4, "layers": 2})
 

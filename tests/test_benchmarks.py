@@ -1,0 +1,45 @@
+"""The benchmark scripts still run and print their comparison (tiny dimensions; no timing is asserted)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_MODEL = ["--d-model", "32", "--d-ff", "64"]
+
+
+def run_script(name, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", os.path.join(ROOT, "benchmarks", name), *args],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model():
+    out = run_script(
+        "decode.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60", "--tokens", "3",
+        "--batch-sizes", "2", "--repeats", "1", "--source-length", "5", "--saved-model",
+    )
+    for row in ("ours (cached)", "keras-hub (cached)", "re-decode (prefix)", "re-decode (fixed buffer)",
+                "ours (cached) [SavedModel]", "keras-hub (cached) [SavedModel]"):
+        assert re.search(re.escape(row) + r"\s+2\s+(yes|no)\s+[\d.]+\s+\d+", out), (row, out)
+    assert re.search(r"batch  2, XLA yes:\s+[\d.]+x vs keras-hub \(cached\), both inside a SavedModel", out), out
+
+
+@pytest.mark.slow
+def test_train_step_benchmark_reports_both_implementations_and_the_ratio():
+    out = run_script(
+        "train_step.py", *TINY_MODEL, "--vocab", "60", "--heads", "2", "--layers", "1", "--batch", "4",
+        "--src-len", "5", "--tgt-len", "6", "--steps", "1", "--jit-compile", "false",
+    )
+    assert re.search(r"keras_transformer\s+\|\s+\d+", out), out
+    assert re.search(r"keras-hub\s+\|\s+\d+", out), out
+    assert re.search(r"keras_transformer throughput = [\d.]+x keras-hub's", out), out
+    assert "of matmul rate" in out
