@@ -6,8 +6,8 @@ import time
 import numpy as np
 
 
-def median_time(fn, repeats, warmup=1):
-    """Median wall time of `fn()` over `repeats` calls after `warmup` calls (seconds)."""
+def call_times(fn, repeats, warmup=1):
+    """Wall times of `repeats` calls of `fn()` after `warmup` untimed calls (seconds)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -15,7 +15,12 @@ def median_time(fn, repeats, warmup=1):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def median_time(fn, repeats, warmup=1):
+    """Median wall time of `fn()` over `repeats` calls after `warmup` calls (seconds)."""
+    return statistics.median(call_times(fn, repeats, warmup))
 
 
 def measure_matmul_flops(size=2048, repeats=10, dtype="float32"):
@@ -30,10 +35,9 @@ def measure_matmul_flops(size=2048, repeats=10, dtype="float32"):
         out = ops.matmul(a, b)
         ops.convert_to_numpy(out[0, 0])  # block until computed on every backend
 
-    run()  # warm-up
     # The best of the repeats: this is the ceiling the model's step is compared with, and a busy moment
     # during one repeat must not lower it (that would inflate the fraction reported against it).
-    seconds = min(median_time(run, 1, warmup=0) for _ in range(repeats))
+    seconds = min(call_times(run, repeats))
     del keras
     return 2.0 * size**3 / seconds
 

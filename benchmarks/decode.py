@@ -83,12 +83,12 @@ def compile_function(fn, xla):
     return None
 
 
-def saved_model_function(decode, xla, tracked, directory):
-    """`decode` saved in a SavedModel with the weights of `tracked` (layers/models), loaded back."""
+def saved_model_function(decode, xla, directory):
+    """`decode` saved in a SavedModel with the weights of `decode.tracked` (its layers/models), loaded back."""
     import tensorflow as tf
 
     module = tf.Module()
-    module.tracked = list(tracked)
+    module.tracked = list(decode.tracked)
     module.decode = tf.function(decode, jit_compile=xla, input_signature=[tf.TensorSpec([None, None], tf.int32)])
     tf.saved_model.save(module, directory)
     loaded = tf.saved_model.load(directory)
@@ -282,7 +282,7 @@ def main(argv=None):
                     functions.append((name, xla, fn))
                 if fn is not None and args.saved_model and hasattr(decode, "tracked"):
                     directory = tempfile.mkdtemp(prefix="decode_saved_model_")
-                    loaded = saved_model_function(decode, xla, decode.tracked, directory)
+                    loaded = saved_model_function(decode, xla, directory)
                     np.asarray(ops.convert_to_numpy(loaded(ids)))  # warm-up
                     functions.append((f"{name} [SavedModel]", xla, loaded))
         # Round robin: each repeat times every method once, so load changes hit all of them alike.

@@ -165,10 +165,11 @@ class TimeBudget(keras.callbacks.Callback):
         if self.stopped_reason is not None:
             return
         last_epoch = _clock() - self._epoch_started
-        if self.elapsed() + last_epoch > self.max_seconds:
+        elapsed = self.elapsed()
+        if elapsed + last_epoch > self.max_seconds:
             self._stop(
                 f"another epoch (~{last_epoch / 60:.1f} min) would overrun the time budget "
-                f"({self.elapsed() / 60:.1f} of {self.max_seconds / 60:.1f} min used) after epoch {epoch + 1}"
+                f"({elapsed / 60:.1f} of {self.max_seconds / 60:.1f} min used) after epoch {epoch + 1}"
             )
 
     def _stop(self, reason):
