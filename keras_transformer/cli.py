@@ -49,6 +49,9 @@ def _add_settings_flags(parser):
     group = parser.add_argument_group("training")
     for flag, kind, text in TRAINING_FLAGS:
         group.add_argument(flag, type=kind, default=None, help=text)
+    group.add_argument("--decay", choices=["inverse_sqrt", "cosine"], default=None,
+                       help="learning-rate decay after the warm-up: the paper's inverse square root (default) or "
+                            "cosine to zero at the end of the last epoch")
     group.add_argument("--shared-vocab", action="store_true", default=None,
                        help="one subword vocabulary for both languages")
     group.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
@@ -57,7 +60,7 @@ def _add_settings_flags(parser):
 
 def _collect_settings(args):
     names = [flag[2:].replace("-", "_") for flag, _, _ in MODEL_FLAGS + TRAINING_FLAGS]
-    names += ["norm_first", "share_embeddings", "tie_output", "shared_vocab", "jit_compile"]
+    names += ["norm_first", "share_embeddings", "tie_output", "shared_vocab", "jit_compile", "decay"]
     settings = {}
     if getattr(args, "config", None):
         from keras_transformer.training.trainer import load_settings_file

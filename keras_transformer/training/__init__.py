@@ -13,6 +13,7 @@ from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import TransformerSchedule
 from keras_transformer.training.schedule import make_optimizer
+from keras_transformer.training.schedule import make_schedule
 
 __all__ = [
     "BestModelCheckpoint",
@@ -24,5 +25,6 @@ __all__ = [
     "load_history",
     "make_callbacks",
     "make_optimizer",
+    "make_schedule",
     "plot_history",
 ]

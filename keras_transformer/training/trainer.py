@@ -27,6 +27,7 @@ from keras_transformer.training.callbacks import load_history, make_callbacks
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
+from keras_transformer.training.schedule import SCHEDULES
 from keras_transformer.training.schedule import make_optimizer
 
 
@@ -41,6 +42,7 @@ class TrainingConfig:
     shared_vocab: bool = False
     warmup_steps: int = 4000
     lr_scale: float = 1.0
+    decay: str = "inverse_sqrt"
     label_smoothing: float = 0.1
     clipnorm: float | None = None
     patience: int | None = None
@@ -122,13 +124,15 @@ class Run:
     directory: str | None = None
 
 
-def compile_model(model, model_config, training_config):
+def compile_model(model, model_config, training_config, total_steps=None):
     model.compile(
         optimizer=make_optimizer(
             model_config.d_model,
             warmup_steps=training_config.warmup_steps,
             scale=training_config.lr_scale,
             clipnorm=training_config.clipnorm,
+            decay=training_config.decay,
+            total_steps=total_steps,
         ),
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing),
         metrics=[MaskedAccuracy()],
@@ -175,6 +179,8 @@ def train(
         A `Run`.
     """
     training_config = TrainingConfig(**(training_settings or {}))
+    if training_config.decay not in SCHEDULES:
+        raise ValueError(f"Unknown learning-rate decay {training_config.decay!r}: expected one of {SCHEDULES}.")
     model_settings = dict(model_settings or {})
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(training_config.seed)
@@ -229,7 +235,14 @@ def train(
     if training_config.steps_per_epoch:
         train_ds = train_ds.repeat()
 
-    model = compile_model(model_config.build(), model_config, training_config)
+    total_steps = None
+    if training_config.decay == "cosine":
+        # The cosine decay ends at the last step of the last epoch: count one epoch's batches.
+        steps = training_config.steps_per_epoch or int(train_ds.reduce(0, lambda count, _: count + 1))
+        total_steps = steps * training_config.epochs
+        if verbose:
+            print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps")
+    model = compile_model(model_config.build(), model_config, training_config, total_steps=total_steps)
     if verbose:
         print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
               f"{model_config.d_model}; training {training_config.epochs} epochs")
