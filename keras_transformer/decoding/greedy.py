@@ -67,10 +67,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
 
 
 def _argmax(logits, step):
-    # `top_k(., 1)` rather than `ops.argmax`: Keras' TensorFlow argmax adds a negative-zero fix
-    # (bitwise ops over the whole [B, V] logits) that costs more than the rest of this step's
-    # bookkeeping and is not a TFLite builtin. Ties go to the lowest id either way.
-    return ops.top_k(logits, 1)[1][:, 0]
+    return _common.first_argmax(logits)
 
 
 def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True):

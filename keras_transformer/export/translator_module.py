@@ -17,9 +17,7 @@ DEFAULT_EXTRA_BEAM_SIZE = 4
 
 
 def _choose_argmax(logits, step):
-    # `tf.argmax` directly: `keras.ops.argmax` on TensorFlow adds a bitcast/BitwiseAnd pass (for -0.0), and
-    # BitwiseAnd is no TFLite builtin.
-    return tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return _common.first_argmax(logits)
 
 
 class TranslatorModule(tf.Module):

@@ -21,7 +21,8 @@ class MultiHeadAttention(keras.layers.Layer):
     causal mask in one place.
 
     The cache makes incremental decoding cheap. It is one tensor
-    `[batch, 2, cache_length, num_heads, key_dim]` holding keys (index 0) and values (index 1):
+    `[batch, 2, num_heads, cache_length, key_dim]` holding keys (index 0) and values (index 1), heads
+    before positions: the layout the per-head attention matmuls read, so a decoding step copies no cache:
     - with `cache_index` (self-attention while decoding): the keys/values of `query`'s new
       positions are written into the cache at `cache_index`, and the query attends to every
       cached position up to its own (the causal mask is offset by `cache_index`);
@@ -48,7 +49,7 @@ class MultiHeadAttention(keras.layers.Layer):
         key: `[batch, value_length, dim]`; defaults to `value`.
         attention_mask: boolean `[batch, query_length, value_length]`.
         use_causal_mask: bool. Block attention from each position to later positions.
-        cache: `[batch, 2, cache_length, num_heads, key_dim]` key/value cache (see above).
+        cache: `[batch, 2, num_heads, cache_length, key_dim]` key/value cache (see above).
         cache_index: int or scalar int tensor. Where the new positions go in the cache.
         return_attention_scores: bool. Also return the attention weights
             `[batch, num_heads, query_length, value_length]`.
@@ -148,13 +149,13 @@ class MultiHeadAttention(keras.layers.Layer):
         return self._split_heads(self.value_dense(value), self.value_dim)
 
     def compute_cache(self, value, key=None):
-        """Project `value`/`key` once into a `[batch, 2, length, heads, key_dim]` cache."""
+        """Project `value`/`key` once into a `[batch, 2, heads, length, key_dim]` cache."""
         key = value if key is None else key
         k = self.project_key(key)
         v = self.project_value(value)
         if self.rotary is not None:
             k = self.rotary(k)
-        return ops.stack([k, v], axis=1)
+        return ops.stack([_heads_first(k), _heads_first(v)], axis=1)
 
     def call(
         self,
@@ -189,6 +190,7 @@ class MultiHeadAttention(keras.layers.Layer):
             v = self.project_value(value)
             if self.rotary is not None:
                 k = self.rotary(k)
+            k, v = _heads_first(k), _heads_first(v)
             key_padding = value_mask if key_mask is None else key_mask
         elif cache_index is None:
             k, v = cache[:, 0], cache[:, 1]
@@ -201,17 +203,17 @@ class MultiHeadAttention(keras.layers.Layer):
             new_v = self.project_value(value)
             if self.rotary is not None:
                 new_k = self.rotary(new_k, start_index=cache_index)
-            update = ops.cast(ops.stack([new_k, new_v], axis=1), cache.dtype)
+            update = ops.cast(ops.stack([_heads_first(new_k), _heads_first(new_v)], axis=1), cache.dtype)
             zero = ops.zeros((), dtype="int32")
             index = ops.cast(cache_index, "int32")
-            cache = ops.slice_update(cache, (zero, zero, index, zero, zero), update)
+            cache = ops.slice_update(cache, (zero, zero, zero, index, zero), update)
             k, v = cache[:, 0], cache[:, 1]
             key_padding = None  # decoding positions are never padding
 
         mask = merge_attention_masks(
             batch_size=ops.shape(q)[0],
             query_length=ops.shape(q)[1],
-            key_length=ops.shape(k)[1],
+            key_length=ops.shape(k)[2],
             query_mask=query_mask,
             key_mask=key_padding,
             attention_mask=attention_mask,
@@ -227,8 +229,9 @@ class MultiHeadAttention(keras.layers.Layer):
         return results[0] if len(results) == 1 else tuple(results)
 
     def _attend(self, q, k, v, mask, training):
+        # q: [B, Tq, heads, d]; k, v: [B, heads, Tk, d].
         q = q * ops.cast(self._scale, q.dtype)
-        logits = ops.einsum("bqhd,bkhd->bhqk", q, k)
+        logits = ops.einsum("bqhd,bhkd->bhqk", q, k)
         logits = ops.cast(logits, "float32")
         if mask is not None:
             logits = ops.where(
@@ -236,7 +239,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         weights = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(weights, training=training)
-        context = ops.einsum("bhqk,bkhd->bqhd", dropped, v)
+        context = ops.einsum("bhqk,bhkd->bqhd", dropped, v)
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
         return self.output_dense(context), weights
@@ -252,7 +255,7 @@ class MultiHeadAttention(keras.layers.Layer):
         output = keras.KerasTensor(out_shape, dtype=self.compute_dtype)
         results = [output]
         if return_attention_scores:
-            length = (value.shape[1] if cache is None else cache.shape[2])
+            length = (value.shape[1] if cache is None else cache.shape[3])
             results.append(
                 keras.KerasTensor(
                     (query.shape[0], self.num_heads, query.shape[1], length),
@@ -280,3 +283,8 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _heads_first(x):
+    """`[B, T, heads, d]` -> `[B, heads, T, d]` (a free reshape when `T == 1`)."""
+    return ops.transpose(x, (0, 2, 1, 3))

@@ -14,7 +14,7 @@ class TransformerDecoder(keras.layers.Layer):
     (`norm_first=True`). Padding masks come from the inputs' Keras masks or from the explicit
     `decoder_padding_mask` / `encoder_padding_mask` arguments.
 
-    For incremental decoding pass `self_attention_cache` (`[batch, 2, max_length, heads,
+    For incremental decoding pass `self_attention_cache` (`[batch, 2, heads, max_length,
     head_dim]`, zeros to start) with `self_attention_cache_index`, and a `cross_attention_cache`
     from `compute_cross_attention_cache(encoder_sequence)`: the call then returns
     `(outputs, self_attention_cache, cross_attention_cache)` and costs one position's work.
@@ -247,7 +247,7 @@ class TransformerDecoder(keras.layers.Layer):
         outputs = [keras.KerasTensor(decoder_sequence.shape, dtype=self.compute_dtype)]
         if return_attention_scores:
             src = (encoder_sequence.shape[1] if cross_attention_cache is None
-                   else cross_attention_cache.shape[2])
+                   else cross_attention_cache.shape[3])
             outputs.append(keras.KerasTensor(
                 (decoder_sequence.shape[0], self.num_heads, decoder_sequence.shape[1], src),
                 dtype=self.compute_dtype,

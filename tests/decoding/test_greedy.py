@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras import ops
 
 from keras_transformer.decoding import greedy_decode, greedy_search
 from keras_transformer.models import TransformerParts
@@ -110,3 +111,20 @@ def test_arguments_are_checked():
     with pytest.raises(ValueError, match="learned position"):
         greedy_decode(learned, src, 33, START, END)
 
+
+
+def test_first_argmax_matches_numpy_and_takes_the_lowest_id_on_ties():
+    from keras_transformer.decoding._common import first_argmax
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(6, 50)).astype("float32")
+    logits[1, [3, 7, 40]] = 10.0  # a three-way tie
+    logits[2] = -1e9  # every id equally (im)possible
+    logits[3, 0] = -0.0  # signed zeros tie with +0.0
+    logits[3, 1:] = -1.0
+    logits[3, 5] = 0.0
+    got = np.asarray(ops.convert_to_numpy(first_argmax(ops.convert_to_tensor(logits))))
+    np.testing.assert_array_equal(got, np.argmax(logits, axis=-1))
+    assert got[1] == 3 and got[2] == 0 and got[3] == 0
+    with_nan = np.full((1, 50), np.nan, "float32")
+    assert int(ops.convert_to_numpy(first_argmax(ops.convert_to_tensor(with_nan)))[0]) == 49

@@ -131,7 +131,7 @@ def test_cached_self_attention_matches_full_causal_attention(use_rotary):
     layer = MultiHeadAttention(num_heads=2, key_dim=4, use_rotary=use_rotary)
     x = np.random.rand(2, 5, 8).astype("float32")
     full = _np(layer(x, x, use_causal_mask=True))
-    cache = np.zeros((2, 2, 8, 2, 4), "float32")
+    cache = np.zeros((2, 2, 2, 8, 4), "float32")
     for i in range(5):
         step, cache = layer(x[:, i:i + 1], x[:, i:i + 1], cache=cache, cache_index=i)
         np.testing.assert_allclose(_np(step)[:, 0], full[:, i], rtol=1e-5, atol=1e-5)

@@ -73,7 +73,7 @@ def test_cached_decoding_matches_full_forward(norm_first):
     x = np.random.rand(2, 6, 16).astype("float32")
     enc_mask = np.array([[True] * 4 + [False] * 2, [True] * 6])
     full = _np(dec(y, x, encoder_padding_mask=enc_mask))
-    self_cache = np.zeros((2, 2, 5, 4, 4), "float32")
+    self_cache = np.zeros((2, 2, 4, 5, 4), "float32")
     cross_cache = dec.compute_cross_attention_cache(x)
     for i in range(5):
         step, self_cache, cross_cache = dec(
