@@ -43,3 +43,16 @@ def test_train_step_benchmark_reports_both_implementations_and_the_ratio():
     assert re.search(r"keras-hub\s+\|\s+\d+", out), out
     assert re.search(r"keras_transformer throughput = [\d.]+x keras-hub's", out), out
     assert "of matmul rate" in out
+
+
+@pytest.mark.slow
+def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops():
+    out = run_script(
+        "decode_profile.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60",
+        "--tokens", "3", "--batch-size", "2", "--repeats", "1", "--source-length", "5", "--top", "3",
+    )
+    assert re.search(r"whole step \(decode\)\s+\d+\s+\d+", out), out
+    # One decoder block (projections, attention products, FFN) and the output projection: 8+ matmuls per step.
+    counts = [int(n) for n in re.findall(r"\((\d+) ops\)", out.split("matmuls", 1)[1].splitlines()[0])]
+    assert len(counts) == 2 and all(n >= 8 for n in counts), out
+    assert "ours (cached): the 3 longest ops" in out and "keras-hub (cached): the 3 longest ops" in out
