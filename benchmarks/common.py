@@ -1,6 +1,5 @@
 """Helpers shared by the benchmark scripts: timing, FLOP counting, matmul ceiling, tables."""
 
-import statistics
 import time
 
 import numpy as np
@@ -16,11 +15,6 @@ def call_times(fn, repeats, warmup=1):
         fn()
         times.append(time.perf_counter() - start)
     return times
-
-
-def median_time(fn, repeats, warmup=1):
-    """Median wall time of `fn()` over `repeats` calls after `warmup` calls (seconds)."""
-    return statistics.median(call_times(fn, repeats, warmup))
 
 
 def measure_matmul_flops(size=2048, repeats=10, dtype="float32"):

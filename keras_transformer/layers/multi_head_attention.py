@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_transformer.layers.hash_dropout import HashDropout
 from keras_transformer.layers.masking import masked_fill_value, merge_attention_masks
 from keras_transformer.layers.rotary_embedding import RotaryEmbedding
 
@@ -126,7 +127,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.key_dense = self._projection("key", h * dk, key_dim_in)
         self.value_dense = self._projection("value", h * dv, value_dim_in)
         self.output_dense = self._projection("output", output_dim, h * dv)
-        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.dropout_layer = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.rotary = (
             RotaryEmbedding(self.rotary_max_wavelength, dtype=self.dtype_policy)
             if self.use_rotary

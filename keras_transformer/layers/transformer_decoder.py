@@ -1,6 +1,7 @@
 import keras
 
 from keras_transformer.layers.feed_forward import make_feed_forward
+from keras_transformer.layers.hash_dropout import HashDropout
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -130,17 +131,17 @@ class TransformerDecoder(keras.layers.Layer):
         self.self_attention = attention("self_attention", self.use_rotary)
         self.self_attention.build(shape, shape)
         self.self_attention_norm = self._norm("self_attention_norm")
-        self.self_attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.self_attention_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.cross_attention = attention("cross_attention", False)
         self.cross_attention.build(shape, enc_shape)
         self.cross_attention_norm = self._norm("cross_attention_norm")
-        self.cross_attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.cross_attention_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.ffn_inner, self.ffn_dropout, self.ffn_outer = make_feed_forward(
             self.d_model, self.d_ff, self.activation, self.activation_dropout, init, binit,
             self.dtype_policy, "ffn",
         )
         self.ffn_norm = self._norm("ffn_norm")
-        self.ffn_output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.ffn_output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
     def compute_cross_attention_cache(self, encoder_sequence):

@@ -1,6 +1,7 @@
 import keras
 
 from keras_transformer.layers.feed_forward import make_feed_forward
+from keras_transformer.layers.hash_dropout import HashDropout
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -105,7 +106,7 @@ class TransformerEncoder(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="self_attention_norm"
         )
         self.self_attention_norm.build(shape)
-        self.self_attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.self_attention_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.ffn_inner, self.ffn_dropout, self.ffn_outer = make_feed_forward(
             self.d_model, self.d_ff, self.activation, self.activation_dropout, init, binit,
             self.dtype_policy, "ffn",
@@ -114,7 +115,7 @@ class TransformerEncoder(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="ffn_norm"
         )
         self.ffn_norm.build(shape)
-        self.ffn_output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.ffn_output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
     def call(

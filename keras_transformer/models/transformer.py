@@ -6,6 +6,7 @@ import json
 import keras
 
 from keras_transformer.layers import (
+    HashDropout,
     PositionalEmbedding,
     TransformerDecoder,
     TransformerEncoder,
@@ -164,7 +165,7 @@ def build_transformer(
         tgt_embedding = embedding(tgt_vocab_size, "decoder_embedding")
 
     x = src_embedding(encoder_inputs)
-    x = keras.layers.Dropout(dropout, name="encoder_embedding_dropout")(x)
+    x = HashDropout(dropout, name="encoder_embedding_dropout")(x)
     for i in range(n_enc):
         x = TransformerEncoder(**block_args, name=f"encoder_layer_{i}")(x)
     if norm_first:
@@ -172,7 +173,7 @@ def build_transformer(
     encoder_outputs = x
 
     y = tgt_embedding(decoder_inputs)
-    y = keras.layers.Dropout(dropout, name="decoder_embedding_dropout")(y)
+    y = HashDropout(dropout, name="decoder_embedding_dropout")(y)
     for i in range(n_dec):
         y = TransformerDecoder(**block_args, name=f"decoder_layer_{i}")(y, encoder_outputs)
     if norm_first:
