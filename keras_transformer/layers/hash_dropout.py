@@ -75,11 +75,7 @@ class HashDropout(keras.layers.Layer):
         if not training or self.rate == 0:
             return inputs
         keys = keras.random.randint((2,), 0, 2**31 - 1, seed=self.seed_generator, dtype="int32")
-        shape = ops.shape(inputs)
-        size = 1
-        for dim in shape:
-            size = size * dim
-        index = ops.reshape(ops.arange(size, dtype="int32"), shape)
+        index = ops.reshape(ops.arange(ops.size(inputs), dtype="int32"), ops.shape(inputs))
         bits = _mix(ops.bitwise_xor(index * _GOLDEN + keys[0], keys[1]))
         threshold = int(round(self.rate * (1 << _RANDOM_BITS)))
         keep = ops.greater_equal(ops.bitwise_and(bits, (1 << _RANDOM_BITS) - 1), threshold)
