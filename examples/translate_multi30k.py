@@ -76,6 +76,7 @@ def main(argv=None):
 
     translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
     results = {"train_seconds": train_seconds, "parameters": run.model.count_params(), "test_sentences": len(test)}
+    results.update(training_totals(args.output))
     refs = [list(test.targets)]
     hypotheses = {}
     for name, beam in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
@@ -105,9 +106,24 @@ def main(argv=None):
         r = results[name]
         print(f"test2016 {src}->{tgt} {name:>7}: sacreBLEU {r['bleu']:.2f} (cased, detokenized), "
               f"lowercased {r['bleu_lowercase']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
+    if "epochs" in results:
+        print(f"training: {results['epochs']} epochs, {results['training_minutes']:.1f} min (all runs of this "
+              f"directory, resumes included); {results['parameters']:,} parameters")
     if train_seconds is not None:
-        print(f"training wall time {train_seconds / 60:.1f} min; {results['parameters']:,} parameters; "
-              f"results in {args.output}/results.json")
+        print(f"this call's wall time (training) {train_seconds / 60:.1f} min; results in {args.output}/results.json")
+
+
+def training_totals(output):
+    """Epochs trained and training minutes summed over the run's history (so a resumed run counts every part)."""
+    path = os.path.join(output, "history.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        epochs = json.load(f).get("epochs", [])
+    seconds = [e["epoch_seconds"] for e in epochs if "epoch_seconds" in e]
+    if not epochs or len(seconds) != len(epochs):
+        return {}
+    return {"epochs": len(epochs), "training_minutes": round(sum(seconds) / 60, 1)}
 
 
 if __name__ == "__main__":
