@@ -4,6 +4,7 @@ Prints step time, target tokens/s, achieved FLOP/s and the fraction of the machi
 matmul rate (MFU), for both, and the speed ratio. Runs on any Keras backend:
 
     python benchmarks/train_step.py                       # TensorFlow, CPU here
+    python benchmarks/train_step.py --jit-compile both    # with and without XLA, all four in turn
     KERAS_BACKEND=jax python benchmarks/train_step.py --mixed-precision mixed_bfloat16   # on a GPU
 """
 
@@ -72,13 +73,13 @@ def use_keras_dropout(model):
     return model
 
 
-def compile_and_warm_up(model, args, batch):
+def compile_and_warm_up(model, args, batch, jit_compile):
     import keras
 
     model.compile(
         optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=args.jit_compile,
+        jit_compile=jit_compile,
     )
     inputs, labels = batch
     for _ in range(2):  # trace, compile, first steps
@@ -113,13 +114,14 @@ def main(argv=None):
                         help="ours' dropout inside the FFN (default 0: keras-hub's blocks have none, equal config)")
     parser.add_argument("--steps", type=int, default=10,
                         help="timed steps of each model, taken in turn (median reported)")
-    parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
+    parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false", "both"],
+                        help="'both': each model with and without XLA, stepped in turn, and the best of each")
     parser.add_argument("--mixed-precision", default=None, help="e.g. mixed_bfloat16 (GPU)")
     parser.add_argument("--only", choices=["ours", "keras-hub"], default=None)
     parser.add_argument("--with-keras-dropout", action="store_true",
                         help="also time ours with Keras' random dropout masks instead of HashDropout's")
     args = parser.parse_args(argv)
-    args.jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    modes = {"auto": ["auto"], "true": [True], "false": [False], "both": [True, False]}[args.jit_compile]
 
     import keras
 
@@ -142,9 +144,15 @@ def main(argv=None):
     for name, build in builders.items():
         if args.only and not name.startswith(args.only.replace("ours", "keras_transformer")):
             continue
-        keras.utils.set_random_seed(0)
-        models[name] = build(args)
-        compile_and_warm_up(models[name], args, (inputs, labels))
+        for mode in modes:
+            label = name if len(modes) == 1 else f"{name} ({'XLA' if mode else 'no XLA'})"
+            keras.utils.set_random_seed(0)
+            models[label] = (build(args), mode)
+    # Warm up only once every model is built: re-seeding (tf.random.set_seed) made the next step of an already
+    # warmed-up model pay a one-time cost again (~0.7 s without XLA).
+    for label, (model, mode) in models.items():
+        compile_and_warm_up(model, args, (inputs, labels), mode)
+        models[label] = model
     policies = {model.dtype_policy.name for model in models.values()}
     results = time_interleaved(models, (inputs, labels), args.steps)
 
@@ -155,16 +163,27 @@ def main(argv=None):
             f"{flops / seconds / 1e9:.1f}", f"{100 * flops / seconds / peak:.0f}%",
         ])
     print(f"\nbackend={keras.backend.backend()} policy={'/'.join(sorted(policies))} "
-          f"jit_compile={args.jit_compile} vocab={args.vocab} d_model={args.d_model} heads={args.heads} "
+          f"jit_compile={'/'.join(str(mode) for mode in modes)} vocab={args.vocab} d_model={args.d_model} "
+          f"heads={args.heads} "
           f"d_ff={args.d_ff} layers={args.layers}+{args.layers} batch={args.batch}x{args.tgt_len}")
     print(f"training step: {flops / 1e9:.1f} GFLOP (matmuls, fwd+bwd); measured matmul rate {peak / 1e9:.1f} GFLOP/s\n")
     print_table(["implementation", "ms/step", "target tok/s", "GFLOP/s", "of matmul rate"], rows)
-    if "keras-hub" in results and "keras_transformer" in results:
-        ratio = results["keras-hub"] / results["keras_transformer"]
-        print(f"\nkeras_transformer throughput = {ratio:.2f}x keras-hub's")
-    if "keras_transformer, keras dropout" in results:
-        ratio = results["keras_transformer, keras dropout"] / results["keras_transformer"]
-        print(f"HashDropout instead of Keras' random dropout: {ratio:.2f}x the throughput")
+    print()
+    suffixes = [""] if len(modes) == 1 else [" (XLA)", " (no XLA)"]
+    for suffix in suffixes:
+        ours, hub = results.get("keras_transformer" + suffix), results.get("keras-hub" + suffix)
+        if ours and hub:
+            print(f"keras_transformer throughput = {hub / ours:.2f}x keras-hub's{suffix}")
+        keras_dropout = results.get("keras_transformer, keras dropout" + suffix)
+        if ours and keras_dropout:
+            print(f"HashDropout instead of Keras' random dropout: {keras_dropout / ours:.2f}x the throughput{suffix}")
+    if len(suffixes) > 1:
+        ours = {s: results.get("keras_transformer" + s) for s in suffixes if results.get("keras_transformer" + s)}
+        hub = {s: results.get("keras-hub" + s) for s in suffixes if results.get("keras-hub" + s)}
+        if ours and hub:
+            best_ours, best_hub = min(ours, key=ours.get), min(hub, key=hub.get)
+            print(f"best against best: keras_transformer{best_ours} = {hub[best_hub] / ours[best_ours]:.2f}x "
+                  f"keras-hub{best_hub}")
 
 
 if __name__ == "__main__":

@@ -37,13 +37,15 @@ def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model():
 def test_train_step_benchmark_reports_both_implementations_and_the_ratio():
     out = run_script(
         "train_step.py", *TINY_MODEL, "--vocab", "60", "--heads", "2", "--layers", "1", "--batch", "4",
-        "--src-len", "5", "--tgt-len", "6", "--steps", "1", "--jit-compile", "false", "--with-keras-dropout",
+        "--src-len", "5", "--tgt-len", "6", "--steps", "1", "--jit-compile", "both", "--with-keras-dropout",
     )
-    assert re.search(r"keras_transformer\s+\|\s+\d+", out), out
-    assert re.search(r"keras_transformer, keras dropout\s+\|\s+\d+", out), out
-    assert re.search(r"HashDropout instead of Keras' random dropout: [\d.]+x", out), out
-    assert re.search(r"keras-hub\s+\|\s+\d+", out), out
-    assert re.search(r"keras_transformer throughput = [\d.]+x keras-hub's", out), out
+    for mode in ("XLA", "no XLA"):
+        for name in ("keras_transformer", "keras_transformer, keras dropout", "keras-hub"):
+            assert re.search(re.escape(f"{name} ({mode})") + r"\s+\|\s+\d+", out), (name, mode, out)
+        assert re.search(r"keras_transformer throughput = [\d.]+x keras-hub's " + re.escape(f"({mode})"), out), out
+        assert re.search(r"HashDropout instead of Keras' random dropout: [\d.]+x the throughput "
+                         + re.escape(f"({mode})"), out), out
+    assert re.search(r"best against best: keras_transformer \((no )?XLA\) = [\d.]+x keras-hub \((no )?XLA\)", out), out
     assert "of matmul rate" in out
 
 
