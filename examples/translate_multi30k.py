@@ -107,8 +107,9 @@ def main(argv=None):
         print(f"test2016 {src}->{tgt} {name:>7}: sacreBLEU {r['bleu']:.2f} (cased, detokenized), "
               f"lowercased {r['bleu_lowercase']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
     if "epochs" in results:
-        print(f"training: {results['epochs']} epochs, {results['training_minutes']:.1f} min (all runs of this "
-              f"directory, resumes included); {results['parameters']:,} parameters")
+        epochs = results["epochs"]
+        print(f"training: {epochs} epoch{'s' if epochs != 1 else ''}, {results['training_minutes']:.1f} min "
+              f"(all runs of this directory, resumes included); {results['parameters']:,} parameters")
     if train_seconds is not None:
         print(f"this call's wall time (training) {train_seconds / 60:.1f} min; results in {args.output}/results.json")
 

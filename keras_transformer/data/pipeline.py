@@ -167,6 +167,24 @@ def make_dataset(
     return dataset.map(to_model_inputs, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
 
 
+def with_batch_count(dataset):
+    """Count the batches of one pass over a finite `dataset`; return it with that length asserted, and the count.
+
+    `make_dataset`'s bucketed batches have no static length, so Keras would learn an epoch's length only by running
+    out of data (its first progress bar has no total or ETA, and it warns "Your input ran out of data" at the end).
+    The count is the same every epoch: reshuffling changes which pairs share a batch, not how many pairs fall in each
+    length bucket. The counting pass also fills `make_dataset`'s cache, so the first epoch does not tokenize again.
+
+    Example:
+
+    >>> dataset, batches = with_batch_count(tf.data.Dataset.range(10).batch(4))
+    >>> batches, int(dataset.cardinality())
+    (3, 3)
+    """
+    batches = int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
+    return dataset.apply(tf.data.experimental.assert_cardinality(batches)), batches
+
+
 def _pad_to(batch, length, multiple):
     padded = (length + multiple - 1) // multiple * multiple
     return tf.pad(batch, [[0, 0], [0, padded - tf.shape(batch)[1]]])

@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_transformer.data import make_dataset, train_tokenizers
 from keras_transformer.data.corpus import as_corpus
+from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
 from keras_transformer.training.callbacks import load_history, make_callbacks
@@ -234,11 +235,16 @@ def train(
     )
     if training_config.steps_per_epoch:
         train_ds = train_ds.repeat()
+        steps = training_config.steps_per_epoch
+    else:
+        # A known epoch length: the first epoch's progress bar gets its total, and the cosine decay its last step.
+        train_ds, steps = with_batch_count(train_ds)
+    if val_ds is not None:
+        val_ds, _ = with_batch_count(val_ds)
 
     total_steps = None
     if training_config.decay == "cosine":
-        # The cosine decay ends at the last step of the last epoch: count one epoch's batches.
-        steps = training_config.steps_per_epoch or int(train_ds.reduce(0, lambda count, _: count + 1))
+        # The cosine decay ends at the last step of the last epoch.
         total_steps = steps * training_config.epochs
         if verbose:
             print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps")

@@ -7,6 +7,7 @@ from keras_transformer.data import make_synthetic_corpus
 from keras_transformer.data import measure_throughput
 from keras_transformer.data import padding_fraction
 from keras_transformer.data import train_tokenizers
+from keras_transformer.data.pipeline import with_batch_count
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,19 @@ def test_shuffle_changes_order_between_epochs_but_keeps_pairs(corpus, tokenizers
     second = batches(dataset)[0][2]
     assert not np.array_equal(first, second)
     assert sorted(map(tuple, first)) == sorted(map(tuple, second))
+
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_batch_count_holds_for_every_reshuffled_epoch(corpus, tokenizers, drop_remainder):
+    dataset = make_dataset(corpus, *tokenizers, batch_size=24, max_length=32, token_budget=400, seed=5,
+                           drop_remainder=drop_remainder)
+    counted, count = with_batch_count(dataset)
+    assert int(counted.cardinality()) == count
+    epochs = [batches(counted) for _ in range(3)]  # assert_cardinality raises if an epoch had another length
+    assert all(len(epoch) == count for epoch in epochs)
+    assert sum(labels.shape[0] for _, _, labels in epochs[0]) == (600 if not drop_remainder else
+                                                                  sum(labels.shape[0] for _, _, labels in epochs[1]))
+    assert [e.shape for e, _, _ in epochs[0]] != [e.shape for e, _, _ in epochs[1]]  # really reshuffled
 
 
 def test_measure_throughput_counts_target_tokens(corpus, tokenizers):
