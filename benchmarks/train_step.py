@@ -137,22 +137,22 @@ def main(argv=None):
                                    args.layers, args.layers, args.vocab)
     peak = measure_matmul_flops(dtype="bfloat16" if args.mixed_precision == "mixed_bfloat16" else "float32")
 
-    models = {}
     builders = {"keras_transformer": build_ours, "keras-hub": build_keras_hub}
     if args.with_keras_dropout:
         builders["keras_transformer, keras dropout"] = lambda args: use_keras_dropout(build_ours(args))
+    suffixes = {mode: "" if len(modes) == 1 else f" ({'XLA' if mode else 'no XLA'})" for mode in modes}
+    built = []
     for name, build in builders.items():
         if args.only and not name.startswith(args.only.replace("ours", "keras_transformer")):
             continue
         for mode in modes:
-            label = name if len(modes) == 1 else f"{name} ({'XLA' if mode else 'no XLA'})"
             keras.utils.set_random_seed(0)
-            models[label] = (build(args), mode)
+            built.append((name + suffixes[mode], build(args), mode))
     # Warm up only once every model is built: re-seeding (tf.random.set_seed) made the next step of an already
     # warmed-up model pay a one-time cost again (~0.7 s without XLA).
-    for label, (model, mode) in models.items():
+    for _, model, mode in built:
         compile_and_warm_up(model, args, (inputs, labels), mode)
-        models[label] = model
+    models = {label: model for label, model, _ in built}
     policies = {model.dtype_policy.name for model in models.values()}
     results = time_interleaved(models, (inputs, labels), args.steps)
 
@@ -164,26 +164,24 @@ def main(argv=None):
         ])
     print(f"\nbackend={keras.backend.backend()} policy={'/'.join(sorted(policies))} "
           f"jit_compile={'/'.join(str(mode) for mode in modes)} vocab={args.vocab} d_model={args.d_model} "
-          f"heads={args.heads} "
-          f"d_ff={args.d_ff} layers={args.layers}+{args.layers} batch={args.batch}x{args.tgt_len}")
+          f"heads={args.heads} d_ff={args.d_ff} layers={args.layers}+{args.layers} batch={args.batch}x{args.tgt_len}")
     print(f"training step: {flops / 1e9:.1f} GFLOP (matmuls, fwd+bwd); measured matmul rate {peak / 1e9:.1f} GFLOP/s\n")
     print_table(["implementation", "ms/step", "target tok/s", "GFLOP/s", "of matmul rate"], rows)
     print()
-    suffixes = [""] if len(modes) == 1 else [" (XLA)", " (no XLA)"]
-    for suffix in suffixes:
-        ours, hub = results.get("keras_transformer" + suffix), results.get("keras-hub" + suffix)
-        if ours and hub:
-            print(f"keras_transformer throughput = {hub / ours:.2f}x keras-hub's{suffix}")
-        keras_dropout = results.get("keras_transformer, keras dropout" + suffix)
-        if ours and keras_dropout:
-            print(f"HashDropout instead of Keras' random dropout: {keras_dropout / ours:.2f}x the throughput{suffix}")
-    if len(suffixes) > 1:
-        ours = {s: results.get("keras_transformer" + s) for s in suffixes if results.get("keras_transformer" + s)}
-        hub = {s: results.get("keras-hub" + s) for s in suffixes if results.get("keras-hub" + s)}
-        if ours and hub:
-            best_ours, best_hub = min(ours, key=ours.get), min(hub, key=hub.get)
-            print(f"best against best: keras_transformer{best_ours} = {hub[best_hub] / ours[best_ours]:.2f}x "
-                  f"keras-hub{best_hub}")
+    ours = {suffix: results[f"keras_transformer{suffix}"] for suffix in suffixes.values()
+            if f"keras_transformer{suffix}" in results}
+    hub = {suffix: results[f"keras-hub{suffix}"] for suffix in suffixes.values() if f"keras-hub{suffix}" in results}
+    for suffix, seconds in ours.items():
+        if suffix in hub:
+            print(f"keras_transformer throughput = {hub[suffix] / seconds:.2f}x keras-hub's{suffix}")
+        keras_dropout = results.get(f"keras_transformer, keras dropout{suffix}")
+        if keras_dropout:
+            print(f"HashDropout instead of Keras' random dropout: {keras_dropout / seconds:.2f}x "
+                  f"the throughput{suffix}")
+    if len(modes) > 1 and ours and hub:
+        best_ours, best_hub = min(ours, key=ours.get), min(hub, key=hub.get)
+        print(f"best against best: keras_transformer{best_ours} = {hub[best_hub] / ours[best_ours]:.2f}x "
+              f"keras-hub{best_hub}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Results go to OUTPUT/results.json and OUTPUT/test2016.*.en.
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -116,16 +117,12 @@ def main(argv=None):
 
 def training_totals(output):
     """Epochs trained and training minutes summed over the run's history (so a resumed run counts every part)."""
-    path = os.path.join(output, "history.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        epochs = json.load(f).get("epochs", [])
-    seconds = [e["epoch_seconds"] for e in epochs if "epoch_seconds" in e]
-    if not epochs or len(seconds) != len(epochs):
-        return {}
-    return {"epochs": len(epochs), "training_minutes": round(sum(seconds) / 60, 1)}
+    from keras_transformer.training.callbacks import load_history
 
+    seconds = load_history(os.path.join(output, "history.json")).get("epoch_seconds", [])
+    if not seconds or any(math.isnan(s) for s in seconds):  # no history, or epochs logged without their time
+        return {}
+    return {"epochs": len(seconds), "training_minutes": round(sum(seconds) / 60, 1)}
 
 if __name__ == "__main__":
     main()
