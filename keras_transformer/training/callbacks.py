@@ -127,18 +127,21 @@ class TimeBudget(keras.callbacks.Callback):
         max_seconds: the budget for training (including validation), in seconds.
         spent_seconds: time already spent before this `fit()` call (a resumed run).
         verbose: print why training stopped.
+        past_epoch_seconds: the wall times of the epochs before this `fit()` call, when known (kept for
+            `FitCosineToBudget`; `spent_seconds` defaults to their sum).
 
     Example:
 
     >>> budget = TimeBudget(90 * 60)  # model.fit(..., epochs=100, callbacks=[budget]) trains at most 90 minutes
     """
 
-    def __init__(self, max_seconds, spent_seconds=0.0, verbose=1):
+    def __init__(self, max_seconds, spent_seconds=None, verbose=1, past_epoch_seconds=()):
         super().__init__()
         if not max_seconds or max_seconds <= 0:
             raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
         self.max_seconds = float(max_seconds)
-        self.spent_seconds = float(spent_seconds)
+        self.past_epoch_seconds = [float(s) for s in past_epoch_seconds]
+        self.spent_seconds = float(sum(self.past_epoch_seconds) if spent_seconds is None else spent_seconds)
         self.verbose = verbose
         self.stopped_reason = None
         self._started = None
@@ -179,9 +182,84 @@ class TimeBudget(keras.callbacks.Callback):
             print(f"\nStopping: {reason}.", flush=True)
 
 
-def spent_training_seconds(history_path, up_to_epoch):
-    """Wall time of the epochs `<= up_to_epoch` recorded in a `history.json` (0 for records without timing)."""
-    return sum(float(r.get("epoch_seconds", 0.0)) for r in _read_records(history_path) if r["epoch"] <= up_to_epoch)
+class FitCosineToBudget(keras.callbacks.Callback):
+    """Ends a cosine decay where a `TimeBudget` will end training, instead of at a fixed epoch count.
+
+    With a wall-clock budget the number of epochs that fit depends on the machine and the day, and a cosine
+    decay sized for more epochs than fit stops with the learning rate well above zero. After each epoch this
+    estimates the epoch time (the median of the epochs so far, leaving out the first, which also tokenizes and
+    compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
+    the last of them (never past `max_epochs`). Training stops at that epoch end.
+
+    Args:
+        schedule: a `WarmupCosineDecay` (what `make_schedule(..., decay="cosine")` returns).
+        steps_per_epoch: optimizer steps per epoch.
+        budget: the run's `TimeBudget`.
+        max_epochs: the configured epochs (the horizon never goes past them).
+        past_epoch_seconds: wall times of the epochs before an interruption (a resumed run).
+        verbose: print each change of the horizon.
+
+    Example:
+
+    >>> budget = TimeBudget(90 * 60)  # doctest: +SKIP
+    >>> fit = FitCosineToBudget(model.optimizer.learning_rate_schedule, 450, budget, 20)  # doctest: +SKIP
+    """
+
+    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(), verbose=1):
+        super().__init__()
+        if not hasattr(schedule, "set_total_steps"):
+            raise TypeError(f"FitCosineToBudget needs a schedule with a movable horizon (WarmupCosineDecay), "
+                            f"got {type(schedule).__name__}")
+        self.schedule = schedule
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.budget = budget
+        self.max_epochs = int(max_epochs)
+        self.epoch_seconds = [float(s) for s in past_epoch_seconds]
+        self.verbose = verbose
+        self.horizon = None
+        self._epoch_started = None
+
+    def on_train_begin(self, logs=None):
+        if self.epoch_seconds:  # resuming: fit the horizon before the first resumed step
+            self._fit(len(self.epoch_seconds))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_started = _clock()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(_clock() - self._epoch_started)
+        self._fit(epoch + 1)
+        if self.horizon is not None and epoch + 1 >= self.horizon and not self.model.stop_training:
+            self.model.stop_training = True
+            if self.verbose:
+                print(f"\nStopping: the cosine decay ended with epoch {epoch + 1}, the last that fits the time budget.",
+                      flush=True)
+
+    def estimated_epoch_seconds(self):
+        """The median epoch time so far, leaving out the first epoch when there are others."""
+        times = sorted(self.epoch_seconds[1:] or self.epoch_seconds)
+        middle = len(times) // 2
+        return times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+
+    def _fit(self, done):
+        per_epoch = self.estimated_epoch_seconds()
+        remaining = self.budget.max_seconds - self.budget.elapsed()
+        fits = done + max(0, int(remaining // per_epoch)) if per_epoch > 0 else self.max_epochs
+        horizon = max(done, min(self.max_epochs, fits))
+        # The decay must end after the warm-up (WarmupCosineDecay requires it).
+        steps = max(horizon * self.steps_per_epoch, self.schedule.warmup_steps + 1)
+        if horizon != self.horizon:
+            self.schedule.set_total_steps(steps)
+            if self.verbose:
+                print(f"\nCosine decay now ends with epoch {horizon} (step {steps}): ~{per_epoch / 60:.1f} min per "
+                      f"epoch, {max(remaining, 0) / 60:.1f} of {self.budget.max_seconds / 60:.1f} min left.",
+                      flush=True)
+        self.horizon = horizon
+
+
+def past_epoch_seconds(history_path, up_to_epoch):
+    """Wall times of the epochs `<= up_to_epoch` recorded in a `history.json` (0 for records without timing)."""
+    return [float(r.get("epoch_seconds", 0.0)) for r in _read_records(history_path) if r["epoch"] <= up_to_epoch]
 
 
 def _current_learning_rate(model):
@@ -304,6 +382,6 @@ def make_callbacks(
             keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
         )
     if max_minutes is not None:
-        spent = spent_training_seconds(history_path, resume_epoch) if resume_epoch else 0.0
-        callbacks.append(TimeBudget(float(max_minutes) * 60.0, spent_seconds=spent))
+        past = past_epoch_seconds(history_path, resume_epoch) if resume_epoch else []
+        callbacks.append(TimeBudget(float(max_minutes) * 60.0, past_epoch_seconds=past))
     return callbacks

@@ -1,5 +1,7 @@
 """The Transformer learning-rate schedules (warm-up, then inverse-square-root or cosine decay) and the paper's Adam."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -44,6 +46,68 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
 
 
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak`, then a cosine decay to zero at `total_steps`, a horizon that can move.
+
+    The same curve as `keras.optimizers.schedules.CosineDecay(0.0, total_steps - warmup_steps, alpha=0.0,
+    warmup_target=peak, warmup_steps=warmup_steps)`, except that the horizon is a variable: `set_total_steps`
+    moves it while training (the compiled train step reads the new value), which lets `FitCosineToBudget` end
+    the decay where a wall-clock budget ends. (On the JAX backend a jitted train step sees the horizon it was
+    traced with; `keras_transformer.training.train` runs on TensorFlow.)
+
+    Args:
+        peak: the learning rate at the end of the warm-up.
+        warmup_steps: steps of linear warm-up.
+        total_steps: the step where the learning rate reaches zero (greater than `warmup_steps`).
+
+    Example:
+
+    >>> schedule = WarmupCosineDecay(1e-3, warmup_steps=100, total_steps=1000)
+    >>> float(schedule(1000))
+    0.0
+    >>> schedule.set_total_steps(2100)
+    >>> round(float(schedule(1100)), 6)  # half-way through the longer decay
+    0.0005
+    """
+
+    def __init__(self, peak, warmup_steps, total_steps):
+        if peak <= 0 or warmup_steps <= 0:
+            raise ValueError(f"peak and warmup_steps must be positive, got {peak} and {warmup_steps}")
+        self.peak = float(peak)
+        self.warmup_steps = int(warmup_steps)
+        self._check(total_steps)
+        self._total_steps = keras.Variable(float(total_steps), dtype="float32", trainable=False,
+                                           name="cosine_total_steps")
+
+    def _check(self, total_steps):
+        if not total_steps or int(total_steps) <= self.warmup_steps:
+            raise ValueError(
+                f"decay='cosine' needs total_steps greater than warmup_steps ({self.warmup_steps}), got {total_steps}."
+            )
+
+    @property
+    def total_steps(self):
+        """The current horizon (the step where the learning rate reaches zero)."""
+        return int(round(float(keras.ops.convert_to_numpy(self._total_steps))))
+
+    def set_total_steps(self, total_steps):
+        """Moves the horizon (must stay greater than `warmup_steps`)."""
+        self._check(total_steps)
+        self._total_steps.assign(float(total_steps))
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = float(self.warmup_steps)
+        warming = self.peak * step / warmup
+        progress = ops.clip((step - warmup) / (self._total_steps - warmup), 0.0, 1.0)
+        decaying = 0.5 * self.peak * (1.0 + ops.cos(math.pi * progress))
+        return ops.where(step < warmup, warming, decaying)
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps}
+
+
 SCHEDULES = ("inverse_sqrt", "cosine")
 
 
@@ -55,7 +119,7 @@ def make_schedule(d_model, warmup_steps=4000, scale=1.0, decay="inverse_sqrt", t
         warmup_steps: steps of linear warm-up.
         scale: multiplies the learning rate.
         decay: `"inverse_sqrt"` (the paper's `TransformerSchedule`, which never reaches zero) or `"cosine"`
-            (Keras's `CosineDecay` from the same peak to zero at `total_steps`: for a fixed training budget,
+            (`WarmupCosineDecay` from the same peak to zero at `total_steps`: for a fixed training budget,
             the last epochs train at a small learning rate).
         total_steps: the last training step, required by `"cosine"`.
 
@@ -77,14 +141,11 @@ def make_schedule(d_model, warmup_steps=4000, scale=1.0, decay="inverse_sqrt", t
             f"decay='cosine' needs total_steps greater than warmup_steps ({warmup_steps}), got {total_steps}."
         )
     peak = float(scale) * (float(d_model) * float(warmup_steps)) ** -0.5
-    return keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=int(total_steps) - int(warmup_steps), alpha=0.0,
-        warmup_target=peak, warmup_steps=int(warmup_steps),
-    )
+    return WarmupCosineDecay(peak, warmup_steps=int(warmup_steps), total_steps=int(total_steps))
 
 
 def make_optimizer(d_model, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
-                   decay="inverse_sqrt", total_steps=None):
+                   decay="inverse_sqrt", total_steps=None, schedule=None):
     """Adam with the paper's settings (`beta_1=0.9`, `beta_2=0.98`, `epsilon=1e-9`) and a warm-up schedule.
 
     Args:
@@ -98,6 +159,8 @@ def make_optimizer(d_model, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=
         decay: after the warm-up, `"inverse_sqrt"` (the paper's `TransformerSchedule`) or `"cosine"` to
             zero at `total_steps` (see `make_schedule`).
         total_steps: the last training step (for `"cosine"`).
+        schedule: a learning-rate schedule (e.g. from `make_schedule`) to use instead of building one from
+            `d_model`, `warmup_steps`, `scale`, `decay` and `total_steps`.
 
     Returns:
         A `keras.optimizers.Adam`.
@@ -107,7 +170,7 @@ def make_optimizer(d_model, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=
     >>> optimizer = make_optimizer(d_model=256, warmup_steps=4000)
     """
     return keras.optimizers.Adam(
-        learning_rate=make_schedule(d_model, warmup_steps, scale, decay=decay, total_steps=total_steps),
+        learning_rate=schedule or make_schedule(d_model, warmup_steps, scale, decay=decay, total_steps=total_steps),
         beta_1=beta_1,
         beta_2=beta_2,
         epsilon=epsilon,

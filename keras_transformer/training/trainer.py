@@ -24,12 +24,16 @@ from keras_transformer.data.corpus import as_corpus
 from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
-from keras_transformer.training.callbacks import load_history, make_callbacks
+from keras_transformer.training.callbacks import FitCosineToBudget
+from keras_transformer.training.callbacks import TimeBudget
+from keras_transformer.training.callbacks import load_history
+from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import SCHEDULES
 from keras_transformer.training.schedule import make_optimizer
+from keras_transformer.training.schedule import make_schedule
 
 
 @dataclasses.dataclass
@@ -125,16 +129,9 @@ class Run:
     directory: str | None = None
 
 
-def compile_model(model, model_config, training_config, total_steps=None):
+def compile_model(model, model_config, training_config, schedule):
     model.compile(
-        optimizer=make_optimizer(
-            model_config.d_model,
-            warmup_steps=training_config.warmup_steps,
-            scale=training_config.lr_scale,
-            clipnorm=training_config.clipnorm,
-            decay=training_config.decay,
-            total_steps=total_steps,
-        ),
+        optimizer=make_optimizer(model_config.d_model, clipnorm=training_config.clipnorm, schedule=schedule),
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing),
         metrics=[MaskedAccuracy()],
         jit_compile=training_config.jit_compile,
@@ -244,11 +241,15 @@ def train(
 
     total_steps = None
     if training_config.decay == "cosine":
-        # The cosine decay ends at the last step of the last epoch.
+        # The cosine decay ends at the last step of the last epoch (with a time budget, of the last epoch that
+        # fits: FitCosineToBudget below moves the horizon).
         total_steps = steps * training_config.epochs
         if verbose:
-            print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps")
-    model = compile_model(model_config.build(), model_config, training_config, total_steps=total_steps)
+            print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps"
+                  + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
+    schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
+                             decay=training_config.decay, total_steps=total_steps)
+    model = compile_model(model_config.build(), model_config, training_config, schedule)
     if verbose:
         print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
               f"{model_config.d_model}; training {training_config.epochs} epochs")
@@ -258,6 +259,10 @@ def train(
         monitor="val_loss" if val_ds is not None else "loss",
         max_minutes=training_config.max_minutes,
     )
+    budget = next((c for c in callbacks if isinstance(c, TimeBudget)), None)
+    if budget is not None and training_config.decay == "cosine":
+        callbacks.append(FitCosineToBudget(schedule, steps, budget, training_config.epochs,
+                                           past_epoch_seconds=budget.past_epoch_seconds, verbose=verbose))
     if training_config.average_last > 1:
         callbacks.append(WeightAveraging(training_config.average_last))
     start = time.time()

@@ -197,3 +197,71 @@ def test_time_budget_rejects_a_non_positive_budget():
 
     with pytest.raises(ValueError, match="positive"):
         TimeBudget(0)
+
+
+def cosine_model(total_steps):
+    from keras_transformer.training import make_schedule
+
+    model = make_model()
+    schedule = make_schedule(8, warmup_steps=4, decay="cosine", total_steps=total_steps)
+    model.compile(optimizer=make_optimizer(8, schedule=schedule), loss=MaskedSparseCategoricalCrossentropy())
+    return model, schedule
+
+
+def test_fit_cosine_to_budget_ends_the_decay_with_the_last_epoch_that_fits(tmp_path, clock):
+    from keras_transformer.training import FitCosineToBudget
+
+    tokens, labels = make_data()
+    model, schedule = cosine_model(total_steps=10 * STEPS_PER_EPOCH)  # sized for 10 epochs
+    callbacks = make_callbacks(tmp_path, tensorboard=False, max_minutes=200 / 60)
+    budget = [c for c in callbacks if type(c).__name__ == "TimeBudget"][0]
+    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=10, verbose=0)
+    # Epoch 1: 6 batches x 15 s (it also compiles); later epochs 6 x 10 s. 200 s fit 90 + 60 = 2 epochs and
+    # leave 50 s, less than an epoch: the horizon must move to the end of epoch 2, where the learning rate is 0.
+    tick = Tick(clock, 15.0)
+    slower_first = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: setattr(tick, "seconds", 10.0))
+    history = model.fit(tokens, labels, batch_size=8, epochs=10, verbose=0,
+                        callbacks=[tick] + callbacks + [fitter, slower_first])
+    assert len(history.history["loss"]) == 2
+    assert fitter.horizon == 2 and schedule.total_steps == 2 * STEPS_PER_EPOCH
+    assert float(model.optimizer.learning_rate) == 0.0  # without the fitter: still at 80% of the peak
+
+
+def test_fit_cosine_to_budget_never_goes_past_the_configured_epochs(tmp_path, clock):
+    from keras_transformer.training import FitCosineToBudget
+    from keras_transformer.training import TimeBudget
+
+    tokens, labels = make_data()
+    model, schedule = cosine_model(total_steps=3 * STEPS_PER_EPOCH)
+    budget = TimeBudget(10_000.0, verbose=0)
+    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=3, verbose=0)
+    model.fit(tokens, labels, batch_size=8, epochs=3, verbose=0, callbacks=[Tick(clock, 10.0), budget, fitter])
+    assert fitter.horizon == 3 and schedule.total_steps == 3 * STEPS_PER_EPOCH
+
+
+def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
+    """A resumed run fits the horizon from the recorded epoch times before its first step."""
+    from keras_transformer.training import FitCosineToBudget
+
+    tokens, labels = make_data()
+    run_dir = tmp_path / "run"
+
+    def callbacks_for(schedule):
+        callbacks = make_callbacks(run_dir, tensorboard=False, max_minutes=5)  # 300 s: 5 epochs of 60 s
+        budget = [c for c in callbacks if type(c).__name__ == "TimeBudget"][0]
+        return callbacks + [FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20,
+                                              past_epoch_seconds=budget.past_epoch_seconds, verbose=0)]
+
+    model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
+    with pytest.raises(Killed):
+        model.fit(tokens, labels, batch_size=8, epochs=20, verbose=0,
+                  callbacks=[Tick(clock, 10.0)] + callbacks_for(schedule) + [KillAt(epoch=2, batch=1)])
+    resumed, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
+    fitted = []
+    probe = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: fitted.append(schedule.total_steps))
+    history = resumed.fit(tokens, labels, batch_size=8, epochs=20, verbose=0,
+                          callbacks=[Tick(clock, 10.0)] + callbacks_for(schedule) + [probe])
+    assert fitted == [5 * STEPS_PER_EPOCH]  # already moved when training restarts
+    assert len(history.history["loss"]) == 3
+    assert int(resumed.optimizer.iterations) == 5 * STEPS_PER_EPOCH
+    assert float(resumed.optimizer.learning_rate) == 0.0

@@ -60,3 +60,39 @@ def test_bad_decay_settings_are_clear_errors():
         make_optimizer(256, warmup_steps=100, decay="cosine")
     with pytest.raises(ValueError, match="needs total_steps"):
         make_schedule(256, warmup_steps=100, decay="cosine", total_steps=100)
+
+
+def test_cosine_matches_keras_cosine_decay_and_its_horizon_moves():
+    from keras_transformer.training import WarmupCosineDecay
+
+    ours = WarmupCosineDecay(2e-3, warmup_steps=100, total_steps=1000)
+    reference = keras.optimizers.schedules.CosineDecay(0.0, 900, alpha=0.0, warmup_target=2e-3, warmup_steps=100)
+    for step in (0, 1, 50, 99, 100, 101, 400, 999, 1000, 1500):
+        assert float(ours(step)) == pytest.approx(float(reference(step)), rel=1e-5, abs=1e-12)
+    ours.set_total_steps(1900)
+    longer = keras.optimizers.schedules.CosineDecay(0.0, 1800, alpha=0.0, warmup_target=2e-3, warmup_steps=100)
+    assert ours.total_steps == 1900
+    assert float(ours(1000)) == pytest.approx(float(longer(1000)), rel=1e-5)
+    assert ours.get_config()["total_steps"] == 1900  # a checkpoint records the moved horizon
+    with pytest.raises(ValueError, match="greater than warmup_steps"):
+        ours.set_total_steps(100)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_a_compiled_train_step_reads_the_moved_horizon(jit_compile):
+    """Moving the horizon behind the current step makes the learning rate 0: the weights must stop changing."""
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    schedule = make_schedule(8, warmup_steps=2, decay="cosine", total_steps=1000)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer=make_optimizer(8, schedule=schedule), loss="mse", jit_compile=jit_compile)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)  # 4 steps: traces the train step with horizon 1000
+    before = model.get_weights()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert not np.allclose(before[0], model.get_weights()[0])  # still learning
+    schedule.set_total_steps(3)  # now every later step is past the horizon
+    before = model.get_weights()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    for old, new in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(old, new)
