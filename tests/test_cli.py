@@ -104,12 +104,14 @@ def test_config_file_supplies_settings_and_flags_win(tiny_run, tmp_path):
     assert saved["model"]["d_model"] == 16 and saved["model"]["d_ff"] == 48
 
 
-def test_cosine_decay_ends_training_at_a_zero_learning_rate(tiny_run, tmp_path, recwarn):
+def test_cosine_decay_ends_training_at_a_zero_learning_rate(tiny_run, tmp_path, recwarn, capsys):
     root, _, _ = tiny_run
     out = str(tmp_path / "run")
     settings = TINY + ["--epochs", "2", "--warmup-steps", "5"]  # the later flags win
     assert cli.main(["train", "--src", str(root / "train.src"), "--tgt", str(root / "train.tgt"), "--output", out,
-                     *settings, "--decay", "cosine"]) == 0
+                     *settings, "--decay", "cosine", "--max-minutes", "30"]) == 0
+    # With a time budget the trainer fits the end of the decay to it (here the 2 configured epochs fit).
+    assert "Cosine decay now ends with epoch 2 " in capsys.readouterr().out
     rates = [record["learning_rate"] for record in json.load(open(os.path.join(out, "history.json")))["epochs"]]
     assert len(rates) == 2 and rates[0] > 1e-4  # after epoch 1: half-way through the decay
     assert rates[1] < 1e-3 * rates[0]  # the last step of the last epoch is the end of the decay

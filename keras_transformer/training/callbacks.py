@@ -189,7 +189,9 @@ class FitCosineToBudget(keras.callbacks.Callback):
     decay sized for more epochs than fit stops with the learning rate well above zero. After each epoch this
     estimates the epoch time (the median of the epochs so far, leaving out the first, which also tokenizes and
     compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
-    the last of them (never past `max_epochs`). Training stops at that epoch end.
+    the last of them (never past `max_epochs`). Training stops at that epoch end. Moving the horizon out again
+    raises the learning rate, so that needs the extra epochs to fit with `growth_margin` to spare (an epoch time
+    near the boundary would otherwise move it back and forth).
 
     Args:
         schedule: a `WarmupCosineDecay` (what `make_schedule(..., decay="cosine")` returns).
@@ -197,6 +199,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
         budget: the run's `TimeBudget`.
         max_epochs: the configured epochs (the horizon never goes past them).
         past_epoch_seconds: wall times of the epochs before an interruption (a resumed run).
+        growth_margin: moving the horizon later needs the epochs to fit at `(1 + growth_margin)` times the
+            estimated epoch time.
         verbose: print each change of the horizon.
 
     Example:
@@ -205,7 +209,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
     >>> fit = FitCosineToBudget(model.optimizer.learning_rate_schedule, 450, budget, 20)  # doctest: +SKIP
     """
 
-    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(), verbose=1):
+    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(), growth_margin=0.1,
+                 verbose=1):
         super().__init__()
         if not hasattr(schedule, "set_total_steps"):
             raise TypeError(f"FitCosineToBudget needs a schedule with a movable horizon (WarmupCosineDecay), "
@@ -215,6 +220,7 @@ class FitCosineToBudget(keras.callbacks.Callback):
         self.budget = budget
         self.max_epochs = int(max_epochs)
         self.epoch_seconds = [float(s) for s in past_epoch_seconds]
+        self.growth_margin = float(growth_margin)
         self.verbose = verbose
         self.horizon = None
         self._epoch_started = None
@@ -245,6 +251,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
         per_epoch = self.estimated_epoch_seconds()
         remaining = self.budget.max_seconds - self.budget.elapsed()
         fits = done + max(0, int(remaining // per_epoch)) if per_epoch > 0 else self.max_epochs
+        if self.horizon is not None and fits > self.horizon and per_epoch > 0:
+            fits = max(self.horizon, done + max(0, int(remaining // (per_epoch * (1.0 + self.growth_margin)))))
         horizon = max(done, min(self.max_epochs, fits))
         # The decay must end after the warm-up (WarmupCosineDecay requires it).
         steps = max(horizon * self.steps_per_epoch, self.schedule.warmup_steps + 1)

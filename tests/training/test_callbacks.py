@@ -265,3 +265,28 @@ def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
     assert len(history.history["loss"]) == 3
     assert int(resumed.optimizer.iterations) == 5 * STEPS_PER_EPOCH
     assert float(resumed.optimizer.learning_rate) == 0.0
+
+
+@pytest.mark.parametrize("growth_margin, final_horizon", [(0.1, 9), (0.0, 10)])
+def test_fit_cosine_to_budget_moves_the_horizon_out_only_with_a_margin(clock, growth_margin, final_horizon):
+    from keras_transformer.training import FitCosineToBudget
+    from keras_transformer.training import TimeBudget
+
+    model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
+    budget = TimeBudget(100.0, verbose=0)
+    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20, growth_margin=growth_margin,
+                               verbose=0)
+    budget.set_model(model)
+    fitter.set_model(model)
+    budget.on_train_begin()
+    fitter.on_train_begin()
+    horizons = []
+    for epoch, seconds in enumerate([10, 10, 10, 14, 5]):
+        fitter.on_epoch_begin(epoch)
+        clock.now += seconds
+        fitter.on_epoch_end(epoch)
+        horizons.append(fitter.horizon)
+    # 3 x 10 s: 7 more fit in the 70 s left (horizon 10); a 14 s epoch: 56 s left fit 5 (9). Then a 5 s epoch
+    # leaves 51 s: 5 more at the median 10 s (back to 10), but not at 11 s with the 10% margin.
+    assert horizons == [10, 10, 10, 9, final_horizon]
+    assert schedule.total_steps == final_horizon * STEPS_PER_EPOCH
