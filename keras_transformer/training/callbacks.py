@@ -189,9 +189,10 @@ class FitCosineToBudget(keras.callbacks.Callback):
     decay sized for more epochs than fit stops with the learning rate well above zero. After each epoch this
     estimates the epoch time (the median of the epochs so far, leaving out the first, which also tokenizes and
     compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
-    the last of them (never past `max_epochs`). Training stops at that epoch end. Moving the horizon out again
-    raises the learning rate, so that needs the extra epochs to fit with `growth_margin` to spare (an epoch time
-    near the boundary would otherwise move it back and forth).
+    the last of them (never past `max_epochs`): from the current step the learning rate goes on, without a jump,
+    to zero there. Training stops at that epoch end. Moving the horizon out again needs the extra epochs to fit
+    with `growth_margin` to spare (an epoch time near the boundary would otherwise move it back and forth, and
+    an epoch that then does not fit would end training above zero).
 
     Args:
         schedule: a `WarmupCosineDecay` (what `make_schedule(..., decay="cosine")` returns).
@@ -199,6 +200,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
         budget: the run's `TimeBudget`.
         max_epochs: the configured epochs (the horizon never goes past them).
         past_epoch_seconds: wall times of the epochs before an interruption (a resumed run).
+        resume_learning_rate: the learning rate logged at the end of the last of those epochs: the resumed
+            decay goes on from it (the schedule's moved horizon is not part of the backup).
         growth_margin: moving the horizon later needs the epochs to fit at `(1 + growth_margin)` times the
             estimated epoch time.
         verbose: print each change of the horizon.
@@ -209,8 +212,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
     >>> fit = FitCosineToBudget(model.optimizer.learning_rate_schedule, 450, budget, 20)  # doctest: +SKIP
     """
 
-    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(), growth_margin=0.1,
-                 verbose=1):
+    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(),
+                 resume_learning_rate=None, growth_margin=0.1, verbose=1):
         super().__init__()
         if not hasattr(schedule, "set_total_steps"):
             raise TypeError(f"FitCosineToBudget needs a schedule with a movable horizon (WarmupCosineDecay), "
@@ -220,6 +223,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
         self.budget = budget
         self.max_epochs = int(max_epochs)
         self.epoch_seconds = [float(s) for s in past_epoch_seconds]
+        finite = resume_learning_rate is not None and math.isfinite(float(resume_learning_rate))
+        self.resume_learning_rate = float(resume_learning_rate) if finite else None
         self.growth_margin = float(growth_margin)
         self.verbose = verbose
         self.horizon = None
@@ -227,7 +232,7 @@ class FitCosineToBudget(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         if self.epoch_seconds:  # resuming: fit the horizon before the first resumed step
-            self._fit(len(self.epoch_seconds))
+            self._fit(len(self.epoch_seconds), learning_rate=self.resume_learning_rate)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_started = _clock()
@@ -247,7 +252,7 @@ class FitCosineToBudget(keras.callbacks.Callback):
         middle = len(times) // 2
         return times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
 
-    def _fit(self, done):
+    def _fit(self, done, learning_rate=None):
         per_epoch = self.estimated_epoch_seconds()
         remaining = self.budget.max_seconds - self.budget.elapsed()
         fits = done + max(0, int(remaining // per_epoch)) if per_epoch > 0 else self.max_epochs
@@ -256,8 +261,9 @@ class FitCosineToBudget(keras.callbacks.Callback):
         horizon = max(done, min(self.max_epochs, fits))
         # The decay must end after the warm-up (WarmupCosineDecay requires it).
         steps = max(horizon * self.steps_per_epoch, self.schedule.warmup_steps + 1)
-        if horizon != self.horizon:
-            self.schedule.set_total_steps(steps)
+        if horizon != self.horizon or learning_rate is not None:
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            self.schedule.set_total_steps(steps, step=step, learning_rate=learning_rate)
             if self.verbose:
                 print(f"\nCosine decay now ends with epoch {horizon} (step {steps}): ~{per_epoch / 60:.1f} min per "
                       f"epoch, {max(remaining, 0) / 60:.1f} of {self.budget.max_seconds / 60:.1f} min left.",

@@ -50,35 +50,44 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
 class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak`, then a cosine decay to zero at `total_steps`, a horizon that can move.
 
-    The same curve as `keras.optimizers.schedules.CosineDecay(0.0, total_steps - warmup_steps, alpha=0.0,
-    warmup_target=peak, warmup_steps=warmup_steps)`, except that the horizon is a variable: `set_total_steps`
-    moves it while training (the compiled train step reads the new value), which lets `FitCosineToBudget` end
-    the decay where a wall-clock budget ends. (On the JAX backend a jitted train step sees the horizon it was
-    traced with; `keras_transformer.training.train` runs on TensorFlow.)
+    Until the horizon moves, the same curve as `keras.optimizers.schedules.CosineDecay(0.0, total_steps -
+    warmup_steps, alpha=0.0, warmup_target=peak, warmup_steps=warmup_steps)`. `set_total_steps(n, step)` moves the
+    horizon while training (the compiled train step reads it: it is a variable) without a jump in the learning
+    rate: from `step` on, a new cosine half-period takes the rate from its value at `step` to zero at `n`. This
+    lets `FitCosineToBudget` end the decay where a wall-clock budget ends. (On the JAX backend a jitted train step
+    sees the values it was traced with; `keras_transformer.training.train` runs on TensorFlow.)
 
     Args:
         peak: the learning rate at the end of the warm-up.
         warmup_steps: steps of linear warm-up.
         total_steps: the step where the learning rate reaches zero (greater than `warmup_steps`).
+        anchor_step: the step where the current cosine segment starts (default: `warmup_steps`).
+        anchor_learning_rate: the learning rate there (default: `peak`).
 
     Example:
 
-    >>> schedule = WarmupCosineDecay(1e-3, warmup_steps=100, total_steps=1000)
-    >>> float(schedule(1000))
-    0.0
-    >>> schedule.set_total_steps(2100)
-    >>> round(float(schedule(1100)), 6)  # half-way through the longer decay
-    0.0005
+    >>> schedule = WarmupCosineDecay(1e-3, warmup_steps=100, total_steps=1100)
+    >>> round(float(schedule(600)), 8), float(schedule(1100))  # half-way, the end
+    (0.0005, 0.0)
+    >>> schedule.set_total_steps(1600, step=600)  # a later end, no jump: from 0.0005 at 600 to zero at 1600
+    >>> round(float(schedule(600)), 8), round(float(schedule(1100)), 8)
+    (0.0005, 0.00025)
     """
 
-    def __init__(self, peak, warmup_steps, total_steps):
+    def __init__(self, peak, warmup_steps, total_steps, anchor_step=None, anchor_learning_rate=None):
         if peak <= 0 or warmup_steps <= 0:
             raise ValueError(f"peak and warmup_steps must be positive, got {peak} and {warmup_steps}")
         self.peak = float(peak)
         self.warmup_steps = int(warmup_steps)
         self._check(total_steps)
-        self._total_steps = keras.Variable(float(total_steps), dtype="float32", trainable=False,
-                                           name="cosine_total_steps")
+
+        def variable(value, name):
+            return keras.Variable(float(value), dtype="float32", trainable=False, name=name)
+
+        self._total_steps = variable(total_steps, "cosine_total_steps")
+        self._anchor_step = variable(self.warmup_steps if anchor_step is None else anchor_step, "cosine_anchor_step")
+        self._anchor_rate = variable(self.peak if anchor_learning_rate is None else anchor_learning_rate,
+                                     "cosine_anchor_learning_rate")
 
     def _check(self, total_steps):
         if not total_steps or int(total_steps) <= self.warmup_steps:
@@ -86,26 +95,49 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
                 f"decay='cosine' needs total_steps greater than warmup_steps ({self.warmup_steps}), got {total_steps}."
             )
 
+    @staticmethod
+    def _read(variable):
+        return float(keras.ops.convert_to_numpy(variable))
+
     @property
     def total_steps(self):
         """The current horizon (the step where the learning rate reaches zero)."""
-        return int(round(float(keras.ops.convert_to_numpy(self._total_steps))))
+        return int(round(self._read(self._total_steps)))
 
-    def set_total_steps(self, total_steps):
-        """Moves the horizon (must stay greater than `warmup_steps`)."""
+    def set_total_steps(self, total_steps, step=None, learning_rate=None):
+        """Moves the horizon to `total_steps`; given the current `step`, the rate goes on from its value there.
+
+        Without `step` the whole decay is re-timed, as if it had been sized for `total_steps` from the start;
+        with the horizon at or before `step`, the rate is zero from there on. `learning_rate` overrides the rate
+        at `step` (a resumed run passes the one it had logged, since the schedule's own history is not saved).
+        """
         self._check(total_steps)
+        if step is not None and self.warmup_steps <= int(step) < int(total_steps):
+            rate = float(keras.ops.convert_to_numpy(self(step))) if learning_rate is None else float(learning_rate)
+            self._anchor_step.assign(float(step))
+            self._anchor_rate.assign(rate)
+        elif step is None:
+            self._anchor_step.assign(float(self.warmup_steps))
+            self._anchor_rate.assign(self.peak)
         self._total_steps.assign(float(total_steps))
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        warmup = float(self.warmup_steps)
-        warming = self.peak * step / warmup
-        progress = ops.clip((step - warmup) / (self._total_steps - warmup), 0.0, 1.0)
-        decaying = 0.5 * self.peak * (1.0 + ops.cos(math.pi * progress))
-        return ops.where(step < warmup, warming, decaying)
+        warming = self.peak * step / float(self.warmup_steps)
+        span = ops.maximum(self._total_steps - self._anchor_step, 1.0)
+        progress = ops.clip((step - self._anchor_step) / span, 0.0, 1.0)
+        decaying = 0.5 * self._anchor_rate * (1.0 + ops.cos(math.pi * progress))
+        decaying = ops.where(step >= self._total_steps, 0.0, decaying)
+        return ops.where(step < float(self.warmup_steps), warming, decaying)
 
     def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps}
+        return {
+            "peak": self.peak,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+            "anchor_step": self._read(self._anchor_step),
+            "anchor_learning_rate": self._read(self._anchor_rate),
+        }
 
 
 SCHEDULES = ("inverse_sqrt", "cosine")

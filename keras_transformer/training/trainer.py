@@ -261,8 +261,13 @@ def train(
     )
     budget = next((c for c in callbacks if isinstance(c, TimeBudget)), None)
     if budget is not None and training_config.decay == "cosine":
-        callbacks.append(FitCosineToBudget(schedule, steps, budget, training_config.epochs,
-                                           past_epoch_seconds=budget.past_epoch_seconds, verbose=verbose))
+        past = budget.past_epoch_seconds
+        logged_rates = load_history(os.path.join(output_dir, "history.json")).get("learning_rate", []) if past else []
+        callbacks.append(FitCosineToBudget(
+            schedule, steps, budget, training_config.epochs, past_epoch_seconds=past,
+            resume_learning_rate=logged_rates[len(past) - 1] if len(logged_rates) >= len(past) > 0 else None,
+            verbose=verbose,
+        ))
     if training_config.average_last > 1:
         callbacks.append(WeightAveraging(training_config.average_last))
     start = time.time()

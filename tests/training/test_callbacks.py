@@ -256,12 +256,20 @@ def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
     with pytest.raises(Killed):
         model.fit(tokens, labels, batch_size=8, epochs=20, verbose=0,
                   callbacks=[Tick(clock, 10.0)] + callbacks_for(schedule) + [KillAt(epoch=2, batch=1)])
+    logged = json.loads((run_dir / "history.json").read_text())["epochs"][-1]["learning_rate"]
     resumed, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
     fitted = []
-    probe = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: fitted.append(schedule.total_steps))
+    probe = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: fitted.append(
+        (schedule.total_steps, float(resumed.optimizer.learning_rate))))
+    callbacks = callbacks_for(schedule)
+    callbacks[-1].resume_learning_rate = logged  # what the trainer passes from history.json
     history = resumed.fit(tokens, labels, batch_size=8, epochs=20, verbose=0,
-                          callbacks=[Tick(clock, 10.0)] + callbacks_for(schedule) + [probe])
-    assert fitted == [5 * STEPS_PER_EPOCH]  # already moved when training restarts
+                          callbacks=[Tick(clock, 10.0)] + callbacks + [probe])
+    # Already moved when training restarts, and the rate goes on from the one logged before the interruption
+    # (the interrupted run had already moved its horizon to epoch 5: the fresh 20-epoch curve is higher there).
+    assert fitted[0][0] == 5 * STEPS_PER_EPOCH
+    assert fitted[0][1] == pytest.approx(logged, rel=1e-5)
+    assert logged < 0.9 * float(cosine_model(total_steps=20 * STEPS_PER_EPOCH)[1](2 * STEPS_PER_EPOCH))
     assert len(history.history["loss"]) == 3
     assert int(resumed.optimizer.iterations) == 5 * STEPS_PER_EPOCH
     assert float(resumed.optimizer.learning_rate) == 0.0

@@ -96,3 +96,26 @@ def test_a_compiled_train_step_reads_the_moved_horizon(jit_compile):
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
     for old, new in zip(before, model.get_weights()):
         np.testing.assert_array_equal(old, new)
+
+
+def test_moving_the_horizon_mid_decay_keeps_the_rate_continuous():
+    from keras_transformer.training import WarmupCosineDecay
+
+    schedule = WarmupCosineDecay(1e-3, warmup_steps=100, total_steps=1000)
+    for new_end in (700, 1500):  # sooner, later
+        schedule.set_total_steps(1000)
+        before = float(schedule(400))
+        schedule.set_total_steps(new_end, step=400)
+        assert float(schedule(400)) == pytest.approx(before, rel=1e-6)  # no jump
+        values = [float(schedule(step)) for step in range(400, new_end + 1, 50)]
+        assert all(a > b for a, b in zip(values, values[1:]))
+        assert values[-1] == 0.0 and float(schedule(new_end + 100)) == 0.0
+        half = float(schedule(400 + (new_end - 400) // 2))
+        assert half == pytest.approx(before / 2, rel=1e-3)  # a cosine half-period from `before` to zero
+    restored = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(schedule))
+    for step in (50, 400, 900, 1500):
+        assert float(restored(step)) == pytest.approx(float(schedule(step)), rel=1e-6)
+    schedule.set_total_steps(300, step=400)  # behind the current step: zero from here on
+    assert float(schedule(400)) == 0.0
+    schedule.set_total_steps(900, step=400, learning_rate=2e-4)  # a resumed run's logged rate
+    assert float(schedule(400)) == pytest.approx(2e-4)
