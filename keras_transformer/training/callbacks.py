@@ -271,11 +271,6 @@ class FitCosineToBudget(keras.callbacks.Callback):
         self.horizon = horizon
 
 
-def past_epoch_seconds(history_path, up_to_epoch):
-    """Wall times of the epochs `<= up_to_epoch` recorded in a `history.json` (0 for records without timing)."""
-    return [float(r.get("epoch_seconds", 0.0)) for r in _read_records(history_path) if r["epoch"] <= up_to_epoch]
-
-
 def _current_learning_rate(model):
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
@@ -331,6 +326,9 @@ def make_callbacks(
     backup_freq="epoch",
     history=True,
     max_minutes=None,
+    cosine_schedule=None,
+    steps_per_epoch=None,
+    max_epochs=None,
 ):
     """The callbacks of a training run, all writing under `output_dir`.
 
@@ -346,7 +344,9 @@ def make_callbacks(
       resuming from a backup, started afresh otherwise;
     * early stopping after `patience` epochs without improvement, restoring the best weights;
     * `TimeBudget`: with `max_minutes`, training stops before that much wall time is spent (counting the epochs
-      before an interruption, from `history.json`).
+      before an interruption, from `history.json`);
+    * `FitCosineToBudget`: with `max_minutes` and a `cosine_schedule`, the decay ends with the last epoch that
+      fits (a resumed run goes on from the learning rate logged in `history.json`).
 
     Args:
         output_dir: directory of the run (created if needed).
@@ -357,6 +357,9 @@ def make_callbacks(
         backup_freq: `"epoch"`, or back up every this many batches (Keras still resumes at the epoch start).
         history: add the `HistoryLogger`.
         max_minutes: wall-clock training budget in minutes; `None` for none.
+        cosine_schedule: the run's `WarmupCosineDecay`, to fit to `max_minutes`; `None` leaves the schedule alone.
+        steps_per_epoch: optimizer steps per epoch (with `cosine_schedule`).
+        max_epochs: the `epochs` of `fit()` (with `cosine_schedule`).
 
     Returns:
         A list of callbacks for `model.fit(callbacks=...)`.
@@ -396,6 +399,15 @@ def make_callbacks(
             keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
         )
     if max_minutes is not None:
-        past = past_epoch_seconds(history_path, resume_epoch) if resume_epoch else []
-        callbacks.append(TimeBudget(float(max_minutes) * 60.0, past_epoch_seconds=past))
+        records = [r for r in _read_records(history_path) if r["epoch"] <= resume_epoch] if resume_epoch else []
+        budget = TimeBudget(float(max_minutes) * 60.0,
+                            past_epoch_seconds=[float(r.get("epoch_seconds", 0.0)) for r in records])
+        callbacks.append(budget)
+        if cosine_schedule is not None:
+            if not steps_per_epoch or not max_epochs:
+                raise ValueError("cosine_schedule needs steps_per_epoch and max_epochs.")
+            callbacks.append(FitCosineToBudget(
+                cosine_schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=budget.past_epoch_seconds,
+                resume_learning_rate=records[-1].get("learning_rate") if records else None,
+            ))
     return callbacks

@@ -24,8 +24,6 @@ from keras_transformer.data.corpus import as_corpus
 from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
-from keras_transformer.training.callbacks import FitCosineToBudget
-from keras_transformer.training.callbacks import TimeBudget
 from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
@@ -258,16 +256,11 @@ def train(
         patience=training_config.patience,
         monitor="val_loss" if val_ds is not None else "loss",
         max_minutes=training_config.max_minutes,
+        # With a time budget, the cosine decay ends with the last epoch that fits it (FitCosineToBudget).
+        cosine_schedule=schedule if training_config.decay == "cosine" else None,
+        steps_per_epoch=steps,
+        max_epochs=training_config.epochs,
     )
-    budget = next((c for c in callbacks if isinstance(c, TimeBudget)), None)
-    if budget is not None and training_config.decay == "cosine":
-        past = budget.past_epoch_seconds
-        logged_rates = load_history(os.path.join(output_dir, "history.json")).get("learning_rate", []) if past else []
-        callbacks.append(FitCosineToBudget(
-            schedule, steps, budget, training_config.epochs, past_epoch_seconds=past,
-            resume_learning_rate=logged_rates[len(past) - 1] if len(logged_rates) >= len(past) > 0 else None,
-            verbose=verbose,
-        ))
     if training_config.average_last > 1:
         callbacks.append(WeightAveraging(training_config.average_last))
     start = time.time()

@@ -246,11 +246,11 @@ def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
     tokens, labels = make_data()
     run_dir = tmp_path / "run"
 
-    def callbacks_for(schedule):
-        callbacks = make_callbacks(run_dir, tensorboard=False, max_minutes=5)  # 300 s: 5 epochs of 60 s
-        budget = [c for c in callbacks if type(c).__name__ == "TimeBudget"][0]
-        return callbacks + [FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20,
-                                              past_epoch_seconds=budget.past_epoch_seconds, verbose=0)]
+    def callbacks_for(schedule):  # 300 s: 5 epochs of 60 s
+        callbacks = make_callbacks(run_dir, tensorboard=False, max_minutes=5, cosine_schedule=schedule,
+                                   steps_per_epoch=STEPS_PER_EPOCH, max_epochs=20)
+        assert isinstance(callbacks[-1], FitCosineToBudget)
+        return callbacks
 
     model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
     with pytest.raises(Killed):
@@ -261,10 +261,8 @@ def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
     fitted = []
     probe = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: fitted.append(
         (schedule.total_steps, float(resumed.optimizer.learning_rate))))
-    callbacks = callbacks_for(schedule)
-    callbacks[-1].resume_learning_rate = logged  # what the trainer passes from history.json
     history = resumed.fit(tokens, labels, batch_size=8, epochs=20, verbose=0,
-                          callbacks=[Tick(clock, 10.0)] + callbacks + [probe])
+                          callbacks=[Tick(clock, 10.0)] + callbacks_for(schedule) + [probe])
     # Already moved when training restarts, and the rate goes on from the one logged before the interruption
     # (the interrupted run had already moved its horizon to epoch 5: the fresh 20-epoch curve is higher there).
     assert fitted[0][0] == 5 * STEPS_PER_EPOCH
