@@ -4,6 +4,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import time
 
 import keras
@@ -127,8 +128,12 @@ class TimeBudget(keras.callbacks.Callback):
         max_seconds: the budget for training (including validation), in seconds.
         spent_seconds: time already spent before this `fit()` call (a resumed run).
         verbose: print why training stopped.
-        past_epoch_seconds: the wall times of the epochs before this `fit()` call, when known (kept for
-            `FitCosineToBudget`; `spent_seconds` defaults to their sum).
+        past_epoch_seconds: the wall times of the epochs before this `fit()` call, when known
+            (`spent_seconds` defaults to their sum).
+
+    Attributes:
+        epoch_seconds: the wall time of every epoch so far, those of `past_epoch_seconds` first
+            (`FitCosineToBudget` reads it).
 
     Example:
 
@@ -140,8 +145,8 @@ class TimeBudget(keras.callbacks.Callback):
         if not max_seconds or max_seconds <= 0:
             raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
         self.max_seconds = float(max_seconds)
-        self.past_epoch_seconds = [float(s) for s in past_epoch_seconds]
-        self.spent_seconds = float(sum(self.past_epoch_seconds) if spent_seconds is None else spent_seconds)
+        self.epoch_seconds = [float(s) for s in past_epoch_seconds]
+        self.spent_seconds = float(sum(self.epoch_seconds) if spent_seconds is None else spent_seconds)
         self.verbose = verbose
         self.stopped_reason = None
         self._started = None
@@ -165,9 +170,10 @@ class TimeBudget(keras.callbacks.Callback):
             self._stop(f"the time budget ({self.max_seconds / 60:.1f} min) ran out in the middle of an epoch")
 
     def on_epoch_end(self, epoch, logs=None):
+        last_epoch = _clock() - self._epoch_started
+        self.epoch_seconds.append(last_epoch)
         if self.stopped_reason is not None:
             return
-        last_epoch = _clock() - self._epoch_started
         elapsed = self.elapsed()
         if elapsed + last_epoch > self.max_seconds:
             self._stop(
@@ -187,8 +193,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
 
     With a wall-clock budget the number of epochs that fit depends on the machine and the day, and a cosine
     decay sized for more epochs than fit stops with the learning rate well above zero. After each epoch this
-    estimates the epoch time (the median of the epochs so far, leaving out the first, which also tokenizes and
-    compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
+    estimates the epoch time (the median of the epochs `budget` has timed, leaving out the first, which also
+    tokenizes and compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
     the last of them (never past `max_epochs`): from the current step the learning rate goes on, without a jump,
     to zero there. Training stops at that epoch end. Moving the horizon out again needs the extra epochs to fit
     with `growth_margin` to spare (an epoch time near the boundary would otherwise move it back and forth, and
@@ -197,10 +203,10 @@ class FitCosineToBudget(keras.callbacks.Callback):
     Args:
         schedule: a `WarmupCosineDecay` (what `make_schedule(..., decay="cosine")` returns).
         steps_per_epoch: optimizer steps per epoch.
-        budget: the run's `TimeBudget`.
+        budget: the run's `TimeBudget`, before this callback in the callback list (its epoch times are read
+            here; with `past_epoch_seconds`, it also starts a resumed run's estimate).
         max_epochs: the configured epochs (the horizon never goes past them).
-        past_epoch_seconds: wall times of the epochs before an interruption (a resumed run).
-        resume_learning_rate: the learning rate logged at the end of the last of those epochs: the resumed
+        resume_learning_rate: the learning rate logged at the end of the budget's past epochs: the resumed
             decay goes on from it (the schedule's moved horizon is not part of the backup).
         growth_margin: moving the horizon later needs the epochs to fit at `(1 + growth_margin)` times the
             estimated epoch time.
@@ -212,8 +218,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
     >>> fit = FitCosineToBudget(model.optimizer.learning_rate_schedule, 450, budget, 20)  # doctest: +SKIP
     """
 
-    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=(),
-                 resume_learning_rate=None, growth_margin=0.1, verbose=1):
+    def __init__(self, schedule, steps_per_epoch, budget, max_epochs, resume_learning_rate=None, growth_margin=0.1,
+                 verbose=1):
         super().__init__()
         if not hasattr(schedule, "set_total_steps"):
             raise TypeError(f"FitCosineToBudget needs a schedule with a movable horizon (WarmupCosineDecay), "
@@ -222,23 +228,17 @@ class FitCosineToBudget(keras.callbacks.Callback):
         self.steps_per_epoch = int(steps_per_epoch)
         self.budget = budget
         self.max_epochs = int(max_epochs)
-        self.epoch_seconds = [float(s) for s in past_epoch_seconds]
         finite = resume_learning_rate is not None and math.isfinite(float(resume_learning_rate))
         self.resume_learning_rate = float(resume_learning_rate) if finite else None
         self.growth_margin = float(growth_margin)
         self.verbose = verbose
         self.horizon = None
-        self._epoch_started = None
 
     def on_train_begin(self, logs=None):
-        if self.epoch_seconds:  # resuming: fit the horizon before the first resumed step
-            self._fit(len(self.epoch_seconds), learning_rate=self.resume_learning_rate)
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_started = _clock()
+        if self.budget.epoch_seconds:  # resuming: fit the horizon before the first resumed step
+            self._fit(len(self.budget.epoch_seconds), learning_rate=self.resume_learning_rate)
 
     def on_epoch_end(self, epoch, logs=None):
-        self.epoch_seconds.append(_clock() - self._epoch_started)
         self._fit(epoch + 1)
         if self.horizon is not None and epoch + 1 >= self.horizon and not self.model.stop_training:
             self.model.stop_training = True
@@ -248,16 +248,19 @@ class FitCosineToBudget(keras.callbacks.Callback):
 
     def estimated_epoch_seconds(self):
         """The median epoch time so far, leaving out the first epoch when there are others."""
-        times = sorted(self.epoch_seconds[1:] or self.epoch_seconds)
-        middle = len(times) // 2
-        return times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+        times = self.budget.epoch_seconds
+        return statistics.median(times[1:] or times)
 
     def _fit(self, done, learning_rate=None):
         per_epoch = self.estimated_epoch_seconds()
         remaining = self.budget.max_seconds - self.budget.elapsed()
-        fits = done + max(0, int(remaining // per_epoch)) if per_epoch > 0 else self.max_epochs
-        if self.horizon is not None and fits > self.horizon and per_epoch > 0:
-            fits = max(self.horizon, done + max(0, int(remaining // (per_epoch * (1.0 + self.growth_margin)))))
+
+        def fitting(seconds_each):
+            return done + max(0, int(remaining // seconds_each)) if seconds_each > 0 else self.max_epochs
+
+        fits = fitting(per_epoch)
+        if self.horizon is not None and fits > self.horizon:
+            fits = max(self.horizon, fitting(per_epoch * (1.0 + self.growth_margin)))
         horizon = max(done, min(self.max_epochs, fits))
         # The decay must end after the warm-up (WarmupCosineDecay requires it).
         steps = max(horizon * self.steps_per_epoch, self.schedule.warmup_steps + 1)
@@ -407,7 +410,7 @@ def make_callbacks(
             if not steps_per_epoch or not max_epochs:
                 raise ValueError("cosine_schedule needs steps_per_epoch and max_epochs.")
             callbacks.append(FitCosineToBudget(
-                cosine_schedule, steps_per_epoch, budget, max_epochs, past_epoch_seconds=budget.past_epoch_seconds,
+                cosine_schedule, steps_per_epoch, budget, max_epochs,
                 resume_learning_rate=records[-1].get("learning_rate") if records else None,
             ))
     return callbacks

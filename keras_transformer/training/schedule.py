@@ -97,7 +97,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     @staticmethod
     def _read(variable):
-        return float(keras.ops.convert_to_numpy(variable))
+        return float(ops.convert_to_numpy(variable))
 
     @property
     def total_steps(self):
@@ -113,7 +113,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
         """
         self._check(total_steps)
         if step is not None and self.warmup_steps <= int(step) < int(total_steps):
-            rate = float(keras.ops.convert_to_numpy(self(step))) if learning_rate is None else float(learning_rate)
+            rate = self._read(self(step)) if learning_rate is None else float(learning_rate)
             self._anchor_step.assign(float(step))
             self._anchor_rate.assign(rate)
         elif step is None:

@@ -288,8 +288,9 @@ def test_fit_cosine_to_budget_moves_the_horizon_out_only_with_a_margin(clock, gr
     fitter.on_train_begin()
     horizons = []
     for epoch, seconds in enumerate([10, 10, 10, 14, 5]):
-        fitter.on_epoch_begin(epoch)
+        budget.on_epoch_begin(epoch)  # the budget times the epochs; the fitter reads its times
         clock.now += seconds
+        budget.on_epoch_end(epoch)
         fitter.on_epoch_end(epoch)
         horizons.append(fitter.horizon)
     # 3 x 10 s: 7 more fit in the 70 s left (horizon 10); a 14 s epoch: 56 s left fit 5 (9). Then a 5 s epoch
