@@ -14,8 +14,17 @@ def encode_sources(tokenizer, texts, max_length, pad_to_multiple=8):
 
     The same layout as the training pipeline (`keras_transformer.data.make_dataset`).
     """
-    ragged = tokenizer.tokenize(list(texts))
-    rows = [list(r[: max_length - 2]) for r in ragged.numpy().tolist()] if len(texts) else []
+    return pad_source_rows(tokenize_rows(tokenizer, texts), tokenizer, max_length, pad_to_multiple)
+
+
+def tokenize_rows(tokenizer, texts):
+    """The subword ids of each text, as Python lists (no `[START]`/`[END]`)."""
+    return tokenizer.tokenize(list(texts)).numpy().tolist() if len(texts) else []
+
+
+def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
+    """`encode_sources` for texts already split into subword ids by `tokenize_rows`."""
+    rows = [list(r[: max_length - 2]) for r in rows]
     longest = max((len(r) for r in rows), default=0) + 2
     longest = -(-longest // pad_to_multiple) * pad_to_multiple
     ids = np.zeros((len(rows), longest), dtype="int32")
@@ -56,8 +65,11 @@ class Translator:
 
     def translate_ids(self, texts, beam_size=1, max_length=None):
         """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
+        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length)
+
+    def _decode_rows(self, rows, beam_size, max_length):
         max_length = max_length or self.max_length
-        source_ids = encode_sources(self.source_tokenizer, texts, self.parts.max_length)
+        source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
         if beam_size > 1:
             tokens = beam_search(self.model, source_ids, max_length, start, end, beam_size=beam_size,
@@ -73,12 +85,12 @@ class Translator:
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
         outputs = [""] * len(texts)
         todo = [i for i, t in enumerate(texts) if t.strip()]
-        lengths = self.source_tokenizer.tokenize([texts[i] for i in todo]).row_lengths().numpy() if todo else []
-        order = [todo[j] for j in np.argsort(lengths, kind="stable")]
+        rows = dict(zip(todo, tokenize_rows(self.source_tokenizer, [texts[i] for i in todo])))  # tokenized once
+        order = sorted(todo, key=lambda i: len(rows[i]))  # stable: equal lengths keep their order
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
-            tokens, _ = self.translate_ids([texts[i] for i in chunk], beam_size=beam_size, max_length=max_length)
+            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")

@@ -1,0 +1,42 @@
+"""The Python `Translator` (the reference the exported graphs are compared with) on the tiny run."""
+
+from keras_transformer.decoding.translator import Translator, encode_sources, pad_source_rows, tokenize_rows
+from tests.export.helpers import SENTENCES
+
+
+class CountingTokenizer:
+    """Forwards to a tokenizer and counts `tokenize` calls and the texts they were given."""
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self.calls = []
+
+    def tokenize(self, texts):
+        self.calls.append(list(texts))
+        return self._tokenizer.tokenize(texts)
+
+    def __getattr__(self, name):
+        return getattr(self._tokenizer, name)
+
+
+def test_each_source_is_tokenized_once_and_the_order_is_kept(run):
+    counting = CountingTokenizer(run.source_tokenizer)
+    translator = Translator(run.model, counting, run.target_tokenizer, jit_compile=False)
+    texts = ["", SENTENCES[2], "   ", SENTENCES[0], SENTENCES[1], SENTENCES[0]]
+    together = translator.translate(texts, batch_size=2)
+    assert counting.calls == [[SENTENCES[2], SENTENCES[0], SENTENCES[1], SENTENCES[0]]]  # blanks skipped
+    assert together[0] == together[2] == "" and together[3] == together[5]
+    alone = [translator.translate([t])[0] for t in texts]
+    assert together == alone  # sorting into length batches does not change any translation
+    assert len(set(together[1:])) > 1 and all(together[i] for i in (1, 3, 4))
+
+
+def test_pad_source_rows_matches_encode_sources(run):
+    tokenizer, max_length = run.source_tokenizer, 12
+    texts = SENTENCES + [" ".join(SENTENCES * 5)]  # the last is truncated to max_length
+    ids = pad_source_rows(tokenize_rows(tokenizer, texts), tokenizer, max_length)
+    assert (ids == encode_sources(tokenizer, texts, max_length)).all()
+    assert ids.dtype == "int32" and ids.shape[1] % 8 == 0 and ids.shape[1] <= 16
+    assert (ids[:, 0] == tokenizer.start_id).all()
+    assert ids[-1, max_length - 1] == tokenizer.end_id and (ids[-1, max_length:] == 0).all()
+    assert tokenize_rows(tokenizer, []) == [] and pad_source_rows([], tokenizer, max_length).shape == (0, 8)
