@@ -176,12 +176,12 @@ def make_schedule(d_model, warmup_steps=4000, scale=1.0, decay="inverse_sqrt", t
     return WarmupCosineDecay(peak, warmup_steps=int(warmup_steps), total_steps=int(total_steps))
 
 
-def make_optimizer(d_model, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
+def make_optimizer(d_model=None, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
                    decay="inverse_sqrt", total_steps=None, schedule=None):
     """Adam with the paper's settings (`beta_1=0.9`, `beta_2=0.98`, `epsilon=1e-9`) and a warm-up schedule.
 
     Args:
-        d_model: model width (sets the schedule's scale).
+        d_model: model width (sets the schedule's scale); not needed with `schedule`.
         warmup_steps: warm-up steps of the schedule.
         scale: multiplies the learning rate.
         clipnorm: clip each gradient to this norm; `None` does not clip.
@@ -201,6 +201,8 @@ def make_optimizer(d_model, warmup_steps=4000, scale=1.0, clipnorm=None, beta_1=
 
     >>> optimizer = make_optimizer(d_model=256, warmup_steps=4000)
     """
+    if schedule is None and d_model is None:
+        raise ValueError("make_optimizer needs `d_model` (to build the warm-up schedule) or a `schedule`.")
     return keras.optimizers.Adam(
         learning_rate=schedule or make_schedule(d_model, warmup_steps, scale, decay=decay, total_steps=total_steps),
         beta_1=beta_1,

@@ -129,7 +129,7 @@ class Run:
 
 def compile_model(model, model_config, training_config, schedule):
     model.compile(
-        optimizer=make_optimizer(model_config.d_model, clipnorm=training_config.clipnorm, schedule=schedule),
+        optimizer=make_optimizer(clipnorm=training_config.clipnorm, schedule=schedule),
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing),
         metrics=[MaskedAccuracy()],
         jit_compile=training_config.jit_compile,

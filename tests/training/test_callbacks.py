@@ -204,7 +204,7 @@ def cosine_model(total_steps):
 
     model = make_model()
     schedule = make_schedule(8, warmup_steps=4, decay="cosine", total_steps=total_steps)
-    model.compile(optimizer=make_optimizer(8, schedule=schedule), loss=MaskedSparseCategoricalCrossentropy())
+    model.compile(optimizer=make_optimizer(schedule=schedule), loss=MaskedSparseCategoricalCrossentropy())
     return model, schedule
 
 

@@ -58,6 +58,8 @@ def test_bad_decay_settings_are_clear_errors():
         make_schedule(256, decay="linear")
     with pytest.raises(ValueError, match="needs total_steps"):
         make_optimizer(256, warmup_steps=100, decay="cosine")
+    with pytest.raises(ValueError, match="needs `d_model`"):
+        make_optimizer(warmup_steps=100)
     with pytest.raises(ValueError, match="needs total_steps"):
         make_schedule(256, warmup_steps=100, decay="cosine", total_steps=100)
 
@@ -86,7 +88,7 @@ def test_a_compiled_train_step_reads_the_moved_horizon(jit_compile):
     y = x.sum(axis=1, keepdims=True)
     schedule = make_schedule(8, warmup_steps=2, decay="cosine", total_steps=1000)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-    model.compile(optimizer=make_optimizer(8, schedule=schedule), loss="mse", jit_compile=jit_compile)
+    model.compile(optimizer=make_optimizer(schedule=schedule), loss="mse", jit_compile=jit_compile)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)  # 4 steps: traces the train step with horizon 1000
     before = model.get_weights()
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
