@@ -49,6 +49,7 @@ def beam_search_with_parts(
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early):
     k = beam_size
+    parts = parts.with_loop_invariants()
     vocab = parts.vocab_size
     encoder_outputs, padding_mask = parts.encode(encoder_inputs)
     # Encoder work and cross-attention projections happen once per source row, then the

@@ -32,6 +32,7 @@ def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, c
 
 
 def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early):
+    parts = parts.with_loop_invariants()
     encoder_outputs, padding_mask = parts.encode(encoder_inputs)
     cross_caches = parts.cross_attention_caches(encoder_outputs)
     batch_size = ops.shape(encoder_inputs)[0]

@@ -6,9 +6,31 @@ decoders in `keras_transformer.decoding` can run the encoder once and then the d
 token at a time with fixed-size key/value caches. Everything here uses `keras.ops` only.
 """
 
+import copy
+
 from keras import ops
 
 from keras_transformer.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
+
+
+class TiedOutputProjection:
+    """Logits `[..., vocab]` float32 from the transposed target embedding matrix (a tied output projection).
+
+    `transposed=None` multiplies by `embedding`'s matrix transposed in the call (what the model does);
+    `hoisted()` returns one that holds the transposed matrix, made once, for the steps of a decoding loop.
+    """
+
+    def __init__(self, embedding, transposed=None):
+        self.embedding = embedding
+        self.transposed = transposed
+
+    def __call__(self, x):
+        if self.transposed is None:
+            return self.embedding(x, reverse=True)
+        return ops.matmul(ops.cast(x, "float32"), self.transposed)
+
+    def hoisted(self):
+        return TiedOutputProjection(self.embedding, ops.transpose(ops.cast(self.embedding.embeddings, "float32")))
 
 
 class TransformerParts:
@@ -61,9 +83,7 @@ class TransformerParts:
                 "'encoder_embedding'/'decoder_embedding' (or 'shared_embedding'), "
                 "'encoder_layer_0...' and 'decoder_layer_0...' as `build_transformer` makes."
             )
-        output = layers.get("logits")
-        if output is None:
-            output = lambda x: decoder_embedding(x, reverse=True)  # noqa: E731 (tied output)
+        output = layers.get("logits") or TiedOutputProjection(decoder_embedding)
         return cls(
             encoder_embedding,
             encoder_layers,
@@ -73,6 +93,21 @@ class TransformerParts:
             layers.get("decoder_final_norm"),
             output,
         )
+
+    def with_loop_invariants(self):
+        """These parts with the work that every decoding step would repeat on the weights done once, now.
+
+        Decoders call it before their loop (inside `weights_read_once`). With a tied output projection the
+        embedding matrix is transposed here, once per decoding call, instead of in every step: inside a loop
+        XLA on CPU re-transposed the `[vocab, d_model]` matrix at each step, and TensorFlow's graph matmul runs
+        a few rows against the transposed matrix 2-3x slower than against a `[d_model, vocab]` one
+        (docs/benchmarks.md, "Tied output projection in decoding"). Untied models are returned unchanged.
+        """
+        if not isinstance(self.output_projection, TiedOutputProjection):
+            return self
+        parts = copy.copy(self)
+        parts.output_projection = self.output_projection.hoisted()
+        return parts
 
     @property
     def num_heads(self):

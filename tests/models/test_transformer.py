@@ -123,12 +123,19 @@ def test_parts_decode_step_matches_full_forward(options):
     dec = np.tile(batch["decoder_inputs"][:1, :4], (3, 1))
     full = _np(model({"encoder_inputs": enc, "decoder_inputs": dec}))
     parts = TransformerParts.from_model(model)
-    encoded, mask = parts.encode(enc)
-    cross = parts.cross_attention_caches(encoded)
-    caches = parts.empty_self_attention_caches(3, 8)
-    for i in range(4):
-        logits, caches = parts.decode_step(dec[:, i:i + 1], i, caches, cross, mask)
-        np.testing.assert_allclose(_np(logits)[:, 0], full[:, i], rtol=1e-4, atol=1e-4)
+    hoisted = parts.with_loop_invariants()  # what the decoders step with
+    if options.get("tie_output"):  # the embedding matrix, transposed once
+        assert hoisted is not parts and tuple(hoisted.output_projection.transposed.shape) == (32, 50)
+        assert parts.output_projection.transposed is None  # the original parts are left as they were
+    else:
+        assert hoisted is parts
+    for stepping in (parts, hoisted):
+        encoded, mask = stepping.encode(enc)
+        cross = stepping.cross_attention_caches(encoded)
+        caches = stepping.empty_self_attention_caches(3, 8)
+        for i in range(4):
+            logits, caches = stepping.decode_step(dec[:, i:i + 1], i, caches, cross, mask)
+            np.testing.assert_allclose(_np(logits)[:, 0], full[:, i], rtol=1e-4, atol=1e-4)
 
 
 def test_tiny_model_learns_sequence_reversal():
