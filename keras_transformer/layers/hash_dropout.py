@@ -45,7 +45,7 @@ class HashDropout(keras.layers.Layer):
         seed: int, optional. Seed of the layer's random generator, for reproducible masks.
 
     Call arguments:
-        inputs: float tensor of any shape (fewer than 2^31 elements).
+        inputs: float tensor of any shape with fewer than 2^31 elements (a larger static shape is a `ValueError`).
         training: bool. Drop only when true.
 
     Example:
@@ -74,6 +74,14 @@ class HashDropout(keras.layers.Layer):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
+        size = 1
+        for dim in inputs.shape:
+            size = size * dim if dim is not None and size is not None else None
+        if size is not None and size >= 2**31:
+            raise ValueError(
+                f"HashDropout hashes int32 element indices, so a tensor must have fewer than 2^31 elements; got "
+                f"shape {tuple(inputs.shape)} ({size:,} elements). Split the batch, or use keras.layers.Dropout here."
+            )
         keys = keras.random.randint((2,), 0, 2**31 - 1, seed=self.seed_generator, dtype="int32")
         index = ops.reshape(ops.arange(ops.size(inputs), dtype="int32"), ops.shape(inputs))
         bits = _mix(ops.bitwise_xor(index * _GOLDEN + keys[0], keys[1]))

@@ -107,3 +107,15 @@ def test_rejects_a_rate_outside_zero_to_one():
         HashDropout(1.0)
     with pytest.raises(ValueError, match=r"rate.*\[0, 1\)"):
         HashDropout(-0.1)
+
+
+def test_a_tensor_too_large_for_int32_indices_is_a_clear_error():
+    layer = HashDropout(0.1)
+
+    def trace(shape):  # traced with a static shape, nothing allocated
+        return tf.function(lambda x: layer(x, training=True)).get_concrete_function(tf.TensorSpec(shape))
+
+    with pytest.raises(ValueError, match=r"fewer than 2\^31 elements.*2,147,483,648 elements"):
+        trace((2**16, 2**15))
+    assert trace((2**16, 2**15 - 1)).structured_outputs.shape == (2**16, 2**15 - 1)
+    assert trace((None, 2**15)).structured_outputs.shape.as_list() == [None, 2**15]  # unknown size: not checked
