@@ -60,6 +60,8 @@ def parse_args(argv=None):
     parser.add_argument("--num-layers", type=int, default=3, help="encoder and decoder blocks each")
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per method (median reported)")
+    parser.add_argument("--tie-output", action="store_true",
+                        help="ours with shared embeddings and a tied output projection (the Multi30k recipe's model)")
     parser.add_argument("--skip-keras-hub", action="store_true")
     parser.add_argument("--skip-redecode", action="store_true")
     parser.add_argument("--no-xla", action="store_true", help="skip the jit_compile=True variants")
@@ -249,6 +251,7 @@ def main(argv=None):
     model = build_transformer(
         args.vocab_size, args.vocab_size, num_layers=args.num_layers, d_model=args.d_model,
         num_heads=args.num_heads, d_ff=args.d_ff, dropout=0.0, max_length=max(256, args.tokens),
+        share_embeddings=args.tie_output, tie_output=args.tie_output,
     )
     methods = [("ours (cached)", lambda: ours_cached(model, args.tokens), (False, True))]
     if not args.skip_redecode:
@@ -264,6 +267,7 @@ def main(argv=None):
         f"backend {backend}; {args.num_layers}+{args.num_layers} layers, d_model {args.d_model}, "
         f"{args.num_heads} heads, d_ff {args.d_ff}, vocab {args.vocab_size}; source length "
         f"{args.source_length}; {args.tokens} tokens per row (fixed); median of {args.repeats} runs"
+        + ("; ours: shared embeddings, tied output (keras-hub's head stays a Dense)" if args.tie_output else "")
     )
     header = f"{'method':<34} {'batch':>5} {'XLA':>4} {'ms/step':>9} {'tokens/s':>10} {'best ms/step':>13}"
     print(header)

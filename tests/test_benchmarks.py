@@ -31,6 +31,10 @@ def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model():
                 "ours (cached) [SavedModel]", "keras-hub (cached) [SavedModel]"):
         assert re.search(re.escape(row) + r"\s+2\s+(yes|no)\s+[\d.]+\s+\d+", out), (row, out)
     assert re.search(r"batch  2, XLA yes:\s+[\d.]+x vs keras-hub \(cached\), both inside a SavedModel", out), out
+    tied = run_script("decode.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60",
+                      "--tokens", "3", "--batch-sizes", "1", "--repeats", "1", "--source-length", "5",
+                      "--tie-output", "--skip-keras-hub", "--skip-redecode")
+    assert "tied output" in tied and re.search(r"ours \(cached\)\s+1\s+yes\s+[\d.]+\s+\d+", tied), tied
 
 
 @pytest.mark.slow
