@@ -1,3 +1,5 @@
+import math
+
 import keras
 from keras import ops
 
@@ -74,13 +76,11 @@ class HashDropout(keras.layers.Layer):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        size = 1
-        for dim in inputs.shape:
-            size = size * dim if dim is not None and size is not None else None
-        if size is not None and size >= 2**31:
+        shape = tuple(inputs.shape)
+        if None not in shape and math.prod(shape) >= 2**31:
             raise ValueError(
                 f"HashDropout hashes int32 element indices, so a tensor must have fewer than 2^31 elements; got "
-                f"shape {tuple(inputs.shape)} ({size:,} elements). Split the batch, or use keras.layers.Dropout here."
+                f"shape {shape} ({math.prod(shape):,} elements). Split the batch, or use keras.layers.Dropout here."
             )
         keys = keras.random.randint((2,), 0, 2**31 - 1, seed=self.seed_generator, dtype="int32")
         index = ops.reshape(ops.arange(ops.size(inputs), dtype="int32"), ops.shape(inputs))
