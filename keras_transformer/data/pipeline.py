@@ -102,6 +102,19 @@ def make_dataset(
         pairs = corpus.to_dataset()
         num_pairs = len(corpus)
 
+    dataset = _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size)
+    if cache:
+        dataset = dataset.cache(cache if isinstance(cache, str) else "")
+    if shuffle:
+        if shuffle_buffer is None:
+            shuffle_buffer = min(num_pairs, 100_000) if num_pairs else 10_000
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length, drop_remainder)
+    return dataset.prefetch(AUTOTUNE)
+
+
+def _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size=1024):
+    """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows, truncated to `max_length`."""
     start_src, end_src = src_tokenizer.start_id, src_tokenizer.end_id
     start_tgt, end_tgt = tgt_tokenizer.start_id, tgt_tokenizer.end_id
 
@@ -122,14 +135,11 @@ def make_dataset(
         # After `unbatch`, 1-D ragged rows are plain tensors; make the element spec say so for `padded_batch`.
         return tuple(x.flat_values if isinstance(x, tf.RaggedTensor) else x for x in sequences)
 
-    dataset = pairs.batch(tokenize_batch_size).map(encode, num_parallel_calls=AUTOTUNE).unbatch().map(as_dense)
-    if cache:
-        dataset = dataset.cache(cache if isinstance(cache, str) else "")
-    if shuffle:
-        if shuffle_buffer is None:
-            shuffle_buffer = min(num_pairs, 100_000) if num_pairs else 10_000
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return pairs.batch(tokenize_batch_size).map(encode, num_parallel_calls=AUTOTUNE).unbatch().map(as_dense)
 
+
+def _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length, drop_remainder):
+    """Token rows -> bucketed (or plain) padded batches of `({"encoder_inputs", "decoder_inputs"}, labels)`."""
     if bucket:
         boundaries = _bucket_boundaries(max_length, max(pad_to_multiple, 8))
         if token_budget:
@@ -164,7 +174,131 @@ def make_dataset(
             labels = _pad_length(labels, pad_to_multiple)
         return {"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs}, labels
 
-    return dataset.map(to_model_inputs, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE)
+    return dataset.map(to_model_inputs, num_parallel_calls=AUTOTUNE)
+
+
+class DataPosition:
+    """Where an epoch dataset (`make_epoch_dataset`) starts: the epoch (its shuffle order) and batches to skip.
+
+    Both are `tf.Variable`s that the dataset reads each time an iterator starts, so one dataset object given to
+    `fit()` yields epoch `e`'s order in epoch `e` (set `epoch` before the epoch's iterator is created, as a
+    callback's `on_epoch_begin` does) and a resumed run can start in the middle of an epoch (`skip`).
+
+    Example:
+
+    >>> position = DataPosition()
+    >>> position.set(epoch=3, skip=10)
+    >>> int(position.epoch.numpy()), int(position.skip.numpy())
+    (3, 10)
+    """
+
+    def __init__(self):
+        self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch")
+        self.skip = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_skip")
+
+    def set(self, epoch, skip=0):
+        self.epoch.assign(int(epoch))
+        self.skip.assign(int(skip))
+
+
+def make_epoch_dataset(
+    pairs_fn,
+    src_tokenizer,
+    tgt_tokenizer,
+    position=None,
+    seed=0,
+    shuffle=True,
+    shuffle_buffer=100_000,
+    batch_size=64,
+    max_length=64,
+    bucket=True,
+    token_budget=None,
+    pad_to_multiple=8,
+    same_length=False,
+    drop_remainder=False,
+    shard=None,
+    tokenize_batch_size=1024,
+):
+    """The training batches of one epoch, streamed: memory bounded by `shuffle_buffer`, whatever the corpus size.
+
+    Each iterator reads `position` (a `DataPosition`): the epoch's seed is `seed * 1000003 + epoch`, which
+    shuffles the shard order (`pairs_fn` gets it) and the pairs (a `shuffle_buffer` of untokenized pairs); then
+    the pairs are tokenized in the graph, bucketed and padded as `make_dataset` does, and the first
+    `position.skip` batches are skipped. Every run with the same seed sees the same batches in the same order, so
+    a run resumed at `(epoch, skip)` continues exactly where it stopped, and the processes of a multi-host run
+    (which each run this pipeline) agree on every batch.
+
+    Args:
+        pairs_fn: `pairs_fn(seed)` -> a `tf.data.Dataset` of `(source, target)` string pairs for one pass
+            (`seed` an int64 tensor, e.g. `lambda seed: file_pairs(src_files, tgt_files, seed=seed)`).
+        src_tokenizer, tgt_tokenizer: `SubwordTokenizer`s.
+        position: a `DataPosition`; `None` always reads epoch 0 from its start.
+        seed: base seed of the shuffles.
+        shuffle: shuffle pairs within `shuffle_buffer` (and shards, by `pairs_fn`).
+        shuffle_buffer: pairs held for shuffling (bounded memory; a corpus smaller than it is fully shuffled).
+        shard: `(index, count)`: keep rows `[index * B / count, (index + 1) * B / count)` of every batch of `B`
+            rows, padded with all-padding rows (which get no loss) up to a multiple of `count`: the process-local
+            part of a global batch.
+        Other arguments: as in `make_dataset`.
+
+    Returns:
+        A `tf.data.Dataset` of `({"encoder_inputs", "decoder_inputs"}, labels)` batches, prefetched.
+
+    Example:
+
+    >>> from keras_transformer.data import make_synthetic_corpus, train_tokenizers
+    >>> corpus = make_synthetic_corpus(64, seed=0)
+    >>> src, tgt = train_tokenizers(corpus, vocab_size=300, verbose=0)
+    >>> pairs = corpus.to_dataset()
+    >>> position = DataPosition()
+    >>> ds = make_epoch_dataset(lambda seed: pairs, src, tgt, position=position, batch_size=16, max_length=32)
+    >>> first = [labels.numpy() for _, labels in ds]
+    >>> position.set(epoch=0, skip=1)
+    >>> resumed = [labels.numpy() for _, labels in ds]
+    >>> len(resumed) == len(first) - 1 and bool((resumed[0] == first[1]).all())
+    True
+    """
+    if max_length < 3:
+        raise ValueError(f"max_length must be at least 3 ([START] token [END]), got {max_length}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if shuffle_buffer < 1:
+        raise ValueError(f"shuffle_buffer must be positive, got {shuffle_buffer}")
+    fixed = position is None
+    base_seed = tf.constant(int(seed) * 1_000_003, tf.int64)
+
+    def one_epoch(_):
+        epoch = tf.constant(0, tf.int64) if fixed else position.epoch.read_value()
+        epoch_seed = base_seed + epoch
+        pairs = pairs_fn(epoch_seed)
+        if shuffle:
+            pairs = pairs.shuffle(shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False)
+        dataset = _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size)
+        dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
+                         drop_remainder)
+        return dataset if fixed else dataset.skip(position.skip.read_value())
+
+    dataset = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).flat_map(one_epoch)
+    if shard is not None:
+        dataset = dataset.map(lambda inputs, labels: _shard_rows((inputs, labels), *shard))
+    return dataset.prefetch(AUTOTUNE)
+
+
+def _shard_rows(batch, index, count):
+    """Rows `[index * n, (index + 1) * n)` of every tensor, after padding the rows to `count * n` with zeros."""
+    rows = tf.shape(tf.nest.flatten(batch)[0])[0]
+    per_shard = (rows + count - 1) // count
+
+    def take(x):
+        x = tf.pad(x, [[0, per_shard * count - rows], [0, 0]])
+        return x[index * per_shard : (index + 1) * per_shard]
+
+    return tf.nest.map_structure(take, batch)
+
+
+def count_batches(dataset):
+    """The number of batches in one pass over a finite dataset (tokenizes the whole pass once)."""
+    return int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
 
 
 def with_batch_count(dataset):
@@ -181,7 +315,7 @@ def with_batch_count(dataset):
     >>> batches, int(dataset.cardinality())
     (3, 3)
     """
-    batches = int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
+    batches = count_batches(dataset)
     return dataset.apply(tf.data.experimental.assert_cardinality(batches)), batches
 
 

@@ -1,0 +1,280 @@
+"""Parallel corpora of any size, read from files as they stream: file lists, one checking pass, `tf.data` pairs.
+
+A corpus is one or more aligned pairs of shard files (plain or gzip, told apart by their content): `--src` shard
+`i` translates `--tgt` shard `i`. Nothing here holds the corpus in memory:
+
+* `resolve_files` expands globs and lists into sorted shard lists;
+* `scan_corpus` reads every shard pair once, in lockstep, with bounded memory: it counts the pairs, checks that
+  both sides have the same number of lines and are UTF-8 (a `CorpusError` names the file and the line), counts the
+  pairs that training will skip (a blank side, too many words), and keeps a uniform random sample of the kept pairs
+  (reservoir sampling, at most `sample_size`) to learn the vocabulary from;
+* `file_pairs` is the `tf.data.Dataset` of `(source, target)` strings of one pass, shards read in parallel and
+  interleaved, in a shard order shuffled by a seed tensor (so that each epoch can have its own order).
+
+Line rules (the same in the scan and in the graph): lines end at `"\\n"`; surrounding ASCII whitespace (with a
+`"\\r"` of CRLF files) and a UTF-8 byte-order mark are removed; a pair with a blank side is skipped and counted;
+with `max_words`, a pair with more whitespace-separated words on either side is skipped and counted.
+"""
+
+import dataclasses
+import glob
+import gzip
+import itertools
+import os
+import random
+
+from keras_transformer.data.corpus import CorpusError
+from keras_transformer.data.corpus import ParallelCorpus
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_ASCII_SPACE = b" \t\n\r\x0b\x0c"
+_GLOB_CHARS = "*?["
+
+
+def resolve_files(spec, flag="--src"):
+    """Expands a file spec into a sorted list of existing files.
+
+    Args:
+        spec: a path, a glob (`"data/train.de.*.gz"`), or a list of paths and globs.
+        flag: the setting's name, for error messages.
+
+    Returns:
+        The list of files: globs expanded and sorted, plain paths kept in the given order.
+
+    Raises:
+        CorpusError: a path does not exist or a glob matches no file.
+
+    Example:
+
+    >>> resolve_files(["train.de.gz"])  # doctest: +SKIP
+    ['train.de.gz']
+    """
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if not specs:
+        raise CorpusError(f"{flag}: expected at least one file")
+    files = []
+    for item in specs:
+        item = os.fspath(item)
+        if any(char in item for char in _GLOB_CHARS) and not os.path.exists(item):
+            matches = sorted(path for path in glob.glob(item) if os.path.isfile(path))
+            if not matches:
+                raise CorpusError(f"{flag}: the pattern {item!r} matches no file")
+            files.extend(matches)
+        elif not os.path.isfile(item):
+            raise CorpusError(f"{flag}: {item}: no such file")
+        else:
+            files.append(item)
+    return files
+
+
+def is_gzip(path):
+    """Whether a file starts with the gzip magic bytes (the name does not matter)."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def _open_lines(path):
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def clean_line(line):
+    """Bytes of a line as training sees them: without the line end, a byte-order mark or surrounding ASCII spaces."""
+    if line.startswith(_BOM):
+        line = line[3:]
+    return line.strip(_ASCII_SPACE)
+
+
+@dataclasses.dataclass
+class CorpusScan:
+    """What one pass over a parallel corpus found (see `scan_corpus`).
+
+    Attributes:
+        src_files, tgt_files: the aligned shard files.
+        pairs: line pairs read.
+        dropped_empty: pairs with a blank side (skipped by training).
+        dropped_long: pairs with more than `max_words` words on a side (skipped).
+        sample: a uniform random sample of the kept pairs, at most `sample_size` (a `ParallelCorpus`).
+        max_words: the word limit the counts used.
+    """
+
+    src_files: list
+    tgt_files: list
+    pairs: int
+    dropped_empty: int
+    dropped_long: int
+    sample: ParallelCorpus
+    max_words: int | None = None
+
+    @property
+    def kept(self):
+        """Pairs that training reads in each epoch."""
+        return self.pairs - self.dropped_empty - self.dropped_long
+
+    @property
+    def name(self):
+        def label(files):
+            return os.path.basename(files[0]) + (f" (+{len(files) - 1} shards)" if len(files) > 1 else "")
+
+        return f"{label(self.src_files)} / {label(self.tgt_files)}"
+
+    def summary(self):
+        """One line for the user: pairs kept and skipped, and why."""
+        text = f"{self.name}: {self.kept:,} sentence pairs"
+        if self.dropped_empty or self.dropped_long:
+            text += (f" (skipping {self.dropped_empty + self.dropped_long:,}: {self.dropped_empty:,} with an empty "
+                     f"side, {self.dropped_long:,} too long)")
+        if len(self.sample) < self.kept:
+            text += f"; vocabulary learned from a random sample of {len(self.sample):,}"
+        return text
+
+
+def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0):
+    """Reads a parallel corpus once, checking it and sampling it, in memory bounded by `sample_size`.
+
+    Args:
+        src: source shard file(s): a path, a glob or a list (see `resolve_files`).
+        tgt: target shard file(s), as many as `src`; shard `i` of each side are aligned line by line.
+        sample_size: the most pairs kept for learning the vocabulary (a uniform random sample of the kept pairs).
+        max_words: count pairs with more whitespace-separated words on a side as skipped; `None` keeps all.
+        seed: seed of the sample.
+        verbose: 1 shows a progress line while reading.
+
+    Returns:
+        A `CorpusScan`.
+
+    Raises:
+        CorpusError: a file is missing, empty, not valid gzip or UTF-8, or the two sides of a shard have different
+            numbers of lines; the message names the file and the line.
+
+    Example:
+
+    >>> scan = scan_corpus("train.de.gz", "train.en.gz", sample_size=50_000)  # doctest: +SKIP
+    >>> print(scan.summary())  # doctest: +SKIP
+    train.de.gz / train.en.gz: 29,000 sentence pairs
+    """
+    src_files = resolve_files(src, "--src")
+    tgt_files = resolve_files(tgt, "--tgt")
+    if len(src_files) != len(tgt_files):
+        raise CorpusError(
+            f"--src names {len(src_files)} files and --tgt {len(tgt_files)}; expected aligned shards, as many "
+            "on each side (shard i of --src translates shard i of --tgt)"
+        )
+    if sample_size < 1:
+        raise ValueError(f"sample_size must be at least 1, got {sample_size}")
+    rng = random.Random(seed)
+    sample_src, sample_tgt = [], []
+    pairs = dropped_empty = dropped_long = kept = 0
+    progbar = None
+    if verbose:
+        import keras
+
+        progbar = keras.utils.Progbar(None, unit_name="pair")
+    for src_path, tgt_path in zip(src_files, tgt_files):
+        shard_lines = 0
+        try:
+            with _open_lines(src_path) as fs, _open_lines(tgt_path) as ft:
+                for source, target in itertools.zip_longest(fs, ft):
+                    shard_lines += 1
+                    if source is None or target is None:
+                        short, long_ = (src_path, tgt_path) if source is None else (tgt_path, src_path)
+                        raise CorpusError(
+                            f"{short}:{shard_lines}: file ends after {shard_lines - 1:,} lines, but {long_} has "
+                            "more; expected the same number of lines in both files (one sentence per line, aligned)"
+                        )
+                    source, target = clean_line(source), clean_line(target)
+                    text_source = _decode(source, src_path, shard_lines)
+                    text_target = _decode(target, tgt_path, shard_lines)
+                    if not source or not target:
+                        dropped_empty += 1
+                    elif max_words is not None and (len(source.split()) > max_words or len(target.split()) > max_words):
+                        dropped_long += 1
+                    else:
+                        if kept < sample_size:
+                            sample_src.append(text_source)
+                            sample_tgt.append(text_target)
+                        else:
+                            slot = rng.randrange(kept + 1)
+                            if slot < sample_size:
+                                sample_src[slot] = text_source
+                                sample_tgt[slot] = text_target
+                        kept += 1
+                    if progbar is not None and shard_lines % 100_000 == 0:
+                        progbar.update(pairs + shard_lines)
+        except (OSError, EOFError) as error:
+            if isinstance(error, FileNotFoundError):
+                raise CorpusError(f"{error.filename}: no such file") from None
+            raise CorpusError(f"{src_path} / {tgt_path}: could not read the shard ({error})") from None
+        if shard_lines == 0:
+            raise CorpusError(f"{src_path}:1: file is empty; expected one sentence per line")
+        pairs += shard_lines
+    if progbar is not None:
+        progbar.update(pairs, finalize=True)
+    if not kept:
+        raise CorpusError(f"{src_files[0]}: no sentence pair with text on both sides")
+    sample = ParallelCorpus(sample_src, sample_tgt, name=f"sample of {kept:,} pairs")
+    return CorpusScan(src_files, tgt_files, pairs, dropped_empty, dropped_long, sample, max_words)
+
+
+def _decode(line, path, line_number):
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path}:{line_number}: expected UTF-8 text, found the byte 0x{line[error.start]:02x} at byte "
+            f"{error.start + 1} of the line that cannot be decoded"
+        ) from None
+
+
+def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None):
+    """One pass over aligned shard files as a `tf.data.Dataset` of `(source, target)` scalar strings.
+
+    Shards are read `parallel_reads` at a time and interleaved; with `seed` (a Python int or an int64 tensor) the
+    shard order is shuffled by it. Lines are cleaned as `clean_line` does; pairs with a blank side, or more than
+    `max_words` words on a side, are skipped (as `scan_corpus` counts them).
+
+    Example:
+
+    >>> pairs = file_pairs(["train.de.gz"], ["train.en.gz"])  # doctest: +SKIP
+    """
+    import tensorflow as tf
+
+    compression = ["GZIP" if is_gzip(path) else "" for path in list(src_files) + list(tgt_files)]
+    count = len(src_files)
+    shards = tf.data.Dataset.from_tensor_slices(
+        (list(src_files), list(tgt_files), compression[:count], compression[count:])
+    )
+    if seed is not None and count > 1:
+        shards = shards.shuffle(count, seed=seed)
+
+    def read_shard(src_path, tgt_path, src_compression, tgt_compression):
+        return tf.data.Dataset.zip(
+            tf.data.TextLineDataset(src_path, src_compression), tf.data.TextLineDataset(tgt_path, tgt_compression)
+        )
+
+    if count > 1:
+        pairs = shards.interleave(read_shard, cycle_length=min(count, parallel_reads), block_length=16,
+                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        pairs = shards.flat_map(read_shard)
+    return filter_pairs(pairs.map(lambda s, t: (_clean(s), _clean(t))), max_words=max_words)
+
+
+def _clean(line):
+    import tensorflow as tf
+
+    return tf.strings.strip(tf.strings.regex_replace(line, "^\ufeff", ""))
+
+
+def filter_pairs(pairs, max_words=None):
+    """Skips pairs with a blank side (and, with `max_words`, over-long ones) in a dataset of string pairs."""
+    import tensorflow as tf
+
+    def keep(source, target):
+        ok = tf.logical_and(tf.strings.length(source) > 0, tf.strings.length(target) > 0)
+        if max_words is not None:
+            ok = tf.logical_and(ok, tf.logical_and(tf.size(tf.strings.split(source)) <= max_words,
+                                                   tf.size(tf.strings.split(target)) <= max_words))
+        return ok
+
+    return pairs.filter(keep)
