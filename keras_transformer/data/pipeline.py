@@ -222,7 +222,8 @@ def make_epoch_dataset(
     """The training batches of one epoch, streamed: memory bounded by `shuffle_buffer`, whatever the corpus size.
 
     Each iterator reads `position` (a `DataPosition`): the epoch's seed is `seed * 1000003 + epoch`, which
-    shuffles the shard order (`pairs_fn` gets it) and the pairs (a `shuffle_buffer` of untokenized pairs); then
+    shuffles the shard order (`pairs_fn` gets it) and the pairs (`block_shuffle`, in blocks of `shuffle_buffer`
+    untokenized pairs); then
     the pairs are tokenized in the graph, bucketed and padded as `make_dataset` does, and the first
     `position.skip` batches are skipped. Every run with the same seed sees the same batches in the same order, so
     a run resumed at `(epoch, skip)` continues exactly where it stopped, and the processes of a multi-host run
@@ -272,7 +273,7 @@ def make_epoch_dataset(
         epoch_seed = base_seed + epoch
         pairs = pairs_fn(epoch_seed)
         if shuffle:
-            pairs = pairs.shuffle(shuffle_buffer, seed=epoch_seed, reshuffle_each_iteration=False)
+            pairs = block_shuffle(pairs, shuffle_buffer, epoch_seed)
         dataset = _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size)
         dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
                          drop_remainder)
@@ -282,6 +283,29 @@ def make_epoch_dataset(
     if shard is not None:
         dataset = dataset.map(lambda inputs, labels: _shard_rows((inputs, labels), *shard))
     return dataset.prefetch(AUTOTUNE)
+
+
+def block_shuffle(dataset, block_size, seed):
+    """Shuffles a stream in blocks of `block_size` elements, each permuted by a stateless seed `(seed, block)`.
+
+    Memory stays bounded by one block; a stream shorter than a block is fully shuffled. Unlike
+    `Dataset.shuffle`, the order is a pure function of `seed`, which may be a tensor (an epoch's seed read from a
+    variable), whatever TensorFlow's global seed is.
+
+    Example:
+
+    >>> ds = block_shuffle(tf.data.Dataset.range(6), 3, tf.constant(7, tf.int64))
+    >>> sorted(int(x) for x in ds) == list(range(6))
+    True
+    """
+    seed = tf.cast(seed, tf.int64)
+
+    def permute(block_index, block):
+        rows = tf.shape(tf.nest.flatten(block)[0])[0]
+        order = tf.random.experimental.stateless_shuffle(tf.range(rows), seed=tf.stack([seed, block_index]))
+        return tf.nest.map_structure(lambda x: tf.gather(x, order), block)
+
+    return dataset.batch(block_size).enumerate().map(permute).unbatch()
 
 
 def _shard_rows(batch, index, count):
@@ -294,6 +318,11 @@ def _shard_rows(batch, index, count):
         return x[index * per_shard : (index + 1) * per_shard]
 
     return tf.nest.map_structure(take, batch)
+
+
+def with_known_length(dataset, batches):
+    """`dataset` with its length asserted: Keras then knows an epoch's length before it ends (a progress bar total)."""
+    return dataset.apply(tf.data.experimental.assert_cardinality(batches))
 
 
 def count_batches(dataset):
@@ -316,7 +345,7 @@ def with_batch_count(dataset):
     (3, 3)
     """
     batches = count_batches(dataset)
-    return dataset.apply(tf.data.experimental.assert_cardinality(batches)), batches
+    return with_known_length(dataset, batches), batches
 
 
 def _pad_to(batch, length, multiple):

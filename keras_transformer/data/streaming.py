@@ -241,11 +241,12 @@ def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None
 
     compression = ["GZIP" if is_gzip(path) else "" for path in list(src_files) + list(tgt_files)]
     count = len(src_files)
-    shards = tf.data.Dataset.from_tensor_slices(
-        (list(src_files), list(tgt_files), compression[:count], compression[count:])
-    )
+    columns = (list(src_files), list(tgt_files), compression[:count], compression[count:])
+    shards = tf.data.Dataset.from_tensor_slices(columns)
     if seed is not None and count > 1:
-        shards = shards.shuffle(count, seed=seed)
+        order = tf.random.experimental.stateless_shuffle(tf.range(count), seed=tf.stack([tf.cast(seed, tf.int64), -1]))
+        shards = tf.data.Dataset.range(count).map(
+            lambda index: tuple(tf.gather(tf.constant(column), order[index]) for column in columns))
 
     def read_shard(src_path, tgt_path, src_compression, tgt_compression):
         return tf.data.Dataset.zip(
@@ -278,3 +279,46 @@ def filter_pairs(pairs, max_words=None):
         return ok
 
     return pairs.filter(keep)
+
+
+@dataclasses.dataclass
+class PairsSource:
+    """Training pairs as the trainer consumes them: one pass as a dataset, and a bounded sample for the vocabulary.
+
+    Attributes:
+        pairs_fn: `pairs_fn(seed)` -> a `tf.data.Dataset` of one pass of `(source, target)` strings.
+        vocabulary_sample: a `ParallelCorpus` to learn the vocabulary from.
+        num_pairs: pairs in one pass.
+        summary: one line for the user.
+    """
+
+    pairs_fn: object
+    vocabulary_sample: ParallelCorpus
+    num_pairs: int
+    summary: str
+
+
+def pairs_source(data, max_words=None, sample_size=200_000, seed=0, verbose=0):
+    """A `PairsSource` for training data: a `CorpusScan` (files, streamed) or anything `as_corpus` accepts (memory).
+
+    Example:
+
+    >>> source = pairs_source((["ein Hund", "eine Katze"], ["a dog", "a cat"]))
+    >>> source.num_pairs, source.summary
+    (2, 'corpus: 2 sentence pairs')
+    """
+    if isinstance(data, CorpusScan):
+        def from_files(epoch_seed):
+            return file_pairs(data.src_files, data.tgt_files, seed=epoch_seed, max_words=data.max_words)
+
+        return PairsSource(from_files, data.sample, data.kept, data.summary())
+    from keras_transformer.data.corpus import as_corpus
+
+    corpus = as_corpus(data, max_words=max_words)
+    if not len(corpus):
+        raise CorpusError(f"{corpus.name}: no sentence pairs to train on")
+    pairs = corpus.to_dataset()
+    sample = corpus
+    if len(corpus) > sample_size:
+        sample = corpus.split(len(corpus) - sample_size, seed=seed)[0]
+    return PairsSource(lambda epoch_seed: pairs, sample, len(corpus), corpus.summary())

@@ -72,7 +72,8 @@ class HistoryLogger(keras.callbacks.Callback):
         self._epoch_started = _clock()
 
     def on_train_begin(self, logs=None):
-        self.records = {}
+        if self.records:  # a second fit() of the same run (a resumed epoch completed first): keep going
+            return
         if self.resume_epoch:
             for record in _read_records(self.json_path):
                 if int(record["epoch"]) <= self.resume_epoch:
@@ -162,6 +163,11 @@ class TimeBudget(keras.callbacks.Callback):
         if self.spent_seconds >= self.max_seconds:
             self._stop(f"the time budget ({self.max_seconds / 60:.1f} min) was already spent before this run")
 
+    def on_train_end(self, logs=None):
+        # A later fit() of the same run (the trainer completes a resumed epoch in its own fit) continues the count.
+        self.spent_seconds = self.elapsed()
+        self._started = None
+
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_started = _clock()
 
@@ -237,6 +243,7 @@ class FitCosineToBudget(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if self.budget.epoch_seconds:  # resuming: fit the horizon before the first resumed step
             self._fit(len(self.budget.epoch_seconds), learning_rate=self.resume_learning_rate)
+            self.resume_learning_rate = None  # a later fit() of the same run goes on from the schedule as it is
 
     def on_epoch_end(self, epoch, logs=None):
         self._fit(epoch + 1)
@@ -332,6 +339,8 @@ def make_callbacks(
     cosine_schedule=None,
     steps_per_epoch=None,
     max_epochs=None,
+    resume_epoch=None,
+    checkpoints=True,
 ):
     """The callbacks of a training run, all writing under `output_dir`.
 
@@ -363,6 +372,9 @@ def make_callbacks(
         cosine_schedule: the run's `WarmupCosineDecay`, to fit to `max_minutes`; `None` leaves the schedule alone.
         steps_per_epoch: optimizer steps per epoch (with `cosine_schedule`).
         max_epochs: the `epochs` of `fit()` (with `cosine_schedule`).
+        resume_epoch: with `backup=False`, the epochs a resumed run already finished (its own checkpoint, e.g.
+            `keras_transformer.runs.ResumableCheckpoint`, restores them): history and budget continue from them.
+        checkpoints: add the `best.keras` / `last.keras` checkpoints.
 
     Returns:
         A list of callbacks for `model.fit(callbacks=...)`.
@@ -375,7 +387,8 @@ def make_callbacks(
     os.makedirs(output_dir, exist_ok=True)
     backup_dir = os.path.join(output_dir, "backup")
     history_path = os.path.join(output_dir, "history.json")
-    resume_epoch = _backup_epoch(backup_dir) if backup else None
+    if backup:
+        resume_epoch = _backup_epoch(backup_dir)
     # When resuming, the best checkpoint must beat the best value logged before the interruption.
     best_so_far = None
     if resume_epoch and monitor.endswith("loss"):
@@ -385,12 +398,13 @@ def make_callbacks(
     if backup:
         # First, so that the restored state is in place before any other callback's on_train_begin.
         callbacks.append(keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=backup_freq))
-    callbacks.append(
-        BestModelCheckpoint(
-            os.path.join(output_dir, "best.keras"), monitor=monitor, initial_value_threshold=best_so_far
+    if checkpoints:
+        callbacks.append(
+            BestModelCheckpoint(
+                os.path.join(output_dir, "best.keras"), monitor=monitor, initial_value_threshold=best_so_far
+            )
         )
-    )
-    callbacks.append(keras.callbacks.ModelCheckpoint(os.path.join(output_dir, "last.keras")))
+        callbacks.append(keras.callbacks.ModelCheckpoint(os.path.join(output_dir, "last.keras")))
     if history:
         callbacks.append(
             HistoryLogger(history_path, os.path.join(output_dir, "history.csv"), resume_epoch=resume_epoch)

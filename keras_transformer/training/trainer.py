@@ -7,7 +7,7 @@ A run directory holds everything `translate`, `evaluate` and `export` need:
       config.json             {"model": TransformerConfig, "training": TrainingConfig}
       tokenizers/source/      SubwordTokenizer (tokenizers/target/ too unless the vocabulary is shared)
       history.json/.csv/.png  per-epoch metrics and a plot of the training curves
-      best.keras, last.keras  checkpoints; backup/ while a run is in progress (resume by re-running)
+      best.keras, last.keras  checkpoints; checkpoint/ while a run is in progress (resume by re-running)
       logs/                   TensorBoard
 """
 
@@ -19,13 +19,22 @@ import time
 import keras
 import numpy as np
 
-from keras_transformer.data import make_dataset, train_tokenizers
-from keras_transformer.data.corpus import as_corpus
-from keras_transformer.data.pipeline import with_batch_count
+from keras_transformer.data import train_tokenizers
+from keras_transformer.data.pipeline import DataPosition
+from keras_transformer.data.pipeline import count_batches
+from keras_transformer.data.pipeline import with_known_length
+from keras_transformer.data.pipeline import make_epoch_dataset
+from keras_transformer.data.streaming import pairs_source
 from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
+from keras_transformer.runs import ResumableCheckpoint
+from keras_transformer.runs import load_checkpoint_state
+from keras_transformer.runs import remove_checkpoint
+from keras_transformer.runs import restore_checkpoint
 from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
+from keras_transformer.training.distribution import DistributionConfig
+from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
@@ -55,6 +64,9 @@ class TrainingConfig:
     max_words: int | None = None
     steps_per_epoch: int | None = None
     max_minutes: float | None = None
+    checkpoint_every: int | None = None
+    vocab_sample: int = 200_000
+    shuffle_buffer: int = 100_000
 
 
 MODEL_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
@@ -104,13 +116,14 @@ class WeightAveraging(keras.callbacks.Callback):
         super().__init__()
         self.count = count
         self.snapshots = []
+        self.average_at_end = True  # False while a resumed epoch is completed in a fit() of its own
 
     def on_epoch_end(self, epoch, logs=None):
         self.snapshots.append([np.array(w) for w in self.model.get_weights()])
         self.snapshots = self.snapshots[-self.count:]
 
     def on_train_end(self, logs=None):
-        if len(self.snapshots) > 1:
+        if self.average_at_end and len(self.snapshots) > 1:
             averaged = [np.mean(ws, axis=0).astype(ws[0].dtype) for ws in zip(*self.snapshots)]
             self.model.set_weights(averaged)
 
@@ -157,19 +170,25 @@ def train(
     model_settings=None,
     training_settings=None,
     verbose=1,
+    distribution=None,
 ):
     """Train tokenizers and a Transformer on a parallel corpus and write a run directory.
 
-    Re-running the same call on the same `output_dir` after an interruption resumes: the saved
-    tokenizers are reused and `BackupAndRestore` restores weights, optimizer and epoch.
+    Re-running the same call on the same `output_dir` after an interruption resumes from the last checkpoint
+    (`keras_transformer.runs`): the saved tokenizers, the weights and optimizer state, and the position in the
+    data (the epoch and the batch within it; checkpoints are written at each epoch end and, with
+    `checkpoint_every`, every that many batches).
 
     Args:
-        train_data: a `ParallelCorpus`, `(sources, targets)` lists or a `tf.data.Dataset` of string pairs.
+        train_data: a `CorpusScan` of files (`keras_transformer.data.streaming.scan_corpus`: streamed, memory
+            bounded whatever the corpus size), a `ParallelCorpus`, `(sources, targets)` lists or a
+            `tf.data.Dataset` of string pairs.
         output_dir: the run directory (created).
         val_data: optional validation pairs in the same forms.
         model_settings: dict of `TransformerConfig` fields (vocabulary sizes come from the tokenizers).
         training_settings: dict of `TrainingConfig` fields.
         verbose: 0 silent, 1 progress bars and summaries, 2 one line per epoch.
+        distribution: a `DistributionConfig` (several devices or hosts); `None` trains on one device.
 
     Returns:
         A `Run`.
@@ -177,14 +196,27 @@ def train(
     training_config = TrainingConfig(**(training_settings or {}))
     if training_config.decay not in SCHEDULES:
         raise ValueError(f"Unknown learning-rate decay {training_config.decay!r}: expected one of {SCHEDULES}.")
+    if training_config.checkpoint_every is not None and training_config.checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be a positive number of batches, got {training_config.checkpoint_every}")
+    distribution = distribution or DistributionConfig()
+    if distribution.mode == "multi-host" and training_config.max_minutes is not None:
+        raise ValueError("max_minutes is not supported with --distribute multi-host: each process would time "
+                         "itself and they could stop at different steps")
+    placement = setup_distribution(distribution)  # first: it configures devices before TensorFlow runs an op
+    writer = placement.is_chief
+    verbose = verbose if writer else 0
     model_settings = dict(model_settings or {})
-    os.makedirs(output_dir, exist_ok=True)
+    if writer:
+        os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(training_config.seed)
+    if verbose and distribution.mode:
+        print(f"Distributed training: {placement.description}")
 
-    corpus = as_corpus(train_data, max_words=training_config.max_words)
+    source = pairs_source(train_data, max_words=training_config.max_words, sample_size=training_config.vocab_sample,
+                          seed=training_config.seed, verbose=verbose)
     if verbose:
-        print(corpus.summary())
-    val_corpus = as_corpus(val_data) if val_data is not None else None
+        print(source.summary)
+    val_source = pairs_source(val_data) if val_data is not None else None
 
     tokenizer_dir = os.path.join(output_dir, "tokenizers", "source")
     if os.path.isdir(tokenizer_dir):
@@ -194,9 +226,11 @@ def train(
     else:
         start = time.time()
         source_tokenizer, target_tokenizer = train_tokenizers(
-            corpus, vocab_size=training_config.vocab_size, shared=training_config.shared_vocab, verbose=verbose
+            source.vocabulary_sample, vocab_size=training_config.vocab_size, shared=training_config.shared_vocab,
+            verbose=verbose,
         )
-        _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
+        if writer:
+            _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
         if verbose:
             print(f"Tokenizers trained in {time.time() - start:.1f} s")
 
@@ -208,34 +242,39 @@ def train(
         tgt_vocab_size=target_tokenizer.vocab_size,
         **model_settings,
     )
-    with open(os.path.join(output_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump({"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}, f, indent=2)
+    if writer:
+        with open(os.path.join(output_dir, "config.json"), "w", encoding="utf-8") as f:
+            json.dump({"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}, f, indent=2)
 
-    dataset_args = dict(
+    batching = dict(
         batch_size=training_config.batch_size,
         max_length=model_config.max_length,
         token_budget=training_config.token_budget,
-    )
-    if training_config.jit_compile:
         # One shape per length bucket (and full batches only in training): XLA compiles the train step once
         # per bucket instead of once per (batch, source, target) shape.
-        dataset_args["same_length"] = True
-    train_ds = make_dataset(corpus, source_tokenizer, target_tokenizer, seed=training_config.seed,
-                            drop_remainder=bool(training_config.jit_compile) and len(corpus) >= 4 * training_config.batch_size,
-                            **dataset_args)
-    val_ds = (
-        make_dataset(val_corpus, source_tokenizer, target_tokenizer, shuffle=False, **dataset_args)
-        if val_corpus is not None
-        else None
+        same_length=bool(training_config.jit_compile),
     )
+    position = DataPosition()
+    train_ds = make_epoch_dataset(
+        source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
+        shuffle_buffer=training_config.shuffle_buffer,
+        drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
+        **batching,
+    )
+    val_ds = None
+    if val_source is not None:
+        val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
+                                    shard=placement.shard, **batching)
+    steps, exact = _steps_per_epoch(train_ds, source.num_pairs, training_config, verbose)
+    if placement.shard is not None:
+        train_ds = make_epoch_dataset(
+            source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
+            shuffle_buffer=training_config.shuffle_buffer, shard=placement.shard,
+            drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
+            **batching,
+        )
     if training_config.steps_per_epoch:
         train_ds = train_ds.repeat()
-        steps = training_config.steps_per_epoch
-    else:
-        # A known epoch length: the first epoch's progress bar gets its total, and the cosine decay its last step.
-        train_ds, steps = with_batch_count(train_ds)
-    if val_ds is not None:
-        val_ds, _ = with_batch_count(val_ds)
 
     total_steps = None
     if training_config.decay == "cosine":
@@ -247,40 +286,100 @@ def train(
                   + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
     schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
                              decay=training_config.decay, total_steps=total_steps)
-    model = compile_model(model_config.build(), model_config, training_config, schedule)
+    state = load_checkpoint_state(output_dir)
+    with placement.scope():
+        model = compile_model(model_config.build(), model_config, training_config, schedule)
+        if state is not None:
+            restore_checkpoint(model, state)
+    initial_epoch = int(state["epoch"]) if state else 0
     if verbose:
         print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
               f"{model_config.d_model}; training {training_config.epochs} epochs")
-    callbacks = make_callbacks(
-        output_dir,
-        patience=training_config.patience,
-        monitor="val_loss" if val_ds is not None else "loss",
-        max_minutes=training_config.max_minutes,
-        # With a time budget, the cosine decay ends with the last epoch that fits it (FitCosineToBudget).
-        cosine_schedule=schedule if training_config.decay == "cosine" else None,
-        steps_per_epoch=steps,
-        max_epochs=training_config.epochs,
-    )
-    if training_config.average_last > 1:
-        callbacks.append(WeightAveraging(training_config.average_last))
+        if state is not None:
+            print(f"Resuming from the checkpoint at epoch {initial_epoch + 1}, batch {state['batch']} "
+                  f"(optimizer step {state['step']})")
+    checkpoint = ResumableCheckpoint(output_dir, position, every_steps=training_config.checkpoint_every,
+                                     resume_state=state, write=writer)
+    if writer:
+        callbacks = make_callbacks(
+            output_dir,
+            patience=training_config.patience,
+            monitor="val_loss" if val_ds is not None else "loss",
+            backup=False,
+            resume_epoch=initial_epoch,
+            max_minutes=training_config.max_minutes,
+            # With a time budget, the cosine decay ends with the last epoch that fits it (FitCosineToBudget).
+            cosine_schedule=schedule if training_config.decay == "cosine" else None,
+            steps_per_epoch=steps,
+            max_epochs=training_config.epochs,
+        )
+    else:  # only what changes the training itself; process 0 writes the run directory
+        callbacks = make_callbacks(output_dir, patience=training_config.patience, tensorboard=False, backup=False,
+                                   history=False, checkpoints=False,
+                                   monitor="val_loss" if val_ds is not None else "loss")
+    callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
+    averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
+    if averaging is not None:
+        callbacks.append(averaging)
     start = time.time()
-    model.fit(
-        train_ds,
-        validation_data=val_ds,
-        epochs=training_config.epochs,
-        steps_per_epoch=training_config.steps_per_epoch,
-        callbacks=callbacks,
-        shuffle=False,  # the tf.data pipeline shuffles
-        verbose=verbose,
-    )
+    fits = [(initial_epoch, training_config.epochs, steps)]
+    if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
+        # Keras has no "start at batch b": the interrupted epoch is completed by a fit() of its own, whose dataset
+        # skips the batches already done (the checkpoint positions it), then the run goes on from the next epoch.
+        fits = [(initial_epoch, initial_epoch + 1, steps - int(state["batch"])),
+                (initial_epoch + 1, training_config.epochs, steps)]
+    for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
+        if first_epoch >= last_epoch or (number and model.stop_training):
+            continue
+        if averaging is not None:
+            averaging.average_at_end = number == len(fits) - 1
+        dataset = train_ds
+        if exact and not training_config.steps_per_epoch:
+            # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
+            dataset = with_known_length(train_ds, epoch_steps)
+        model.fit(
+            dataset,
+            validation_data=val_ds,
+            epochs=last_epoch,
+            initial_epoch=first_epoch,
+            steps_per_epoch=training_config.steps_per_epoch,
+            callbacks=callbacks,
+            shuffle=False,  # the tf.data pipeline shuffles
+            verbose=verbose,
+        )
     elapsed = time.time() - start
-    model.save(os.path.join(output_dir, "model.keras"))
-    history_path = os.path.join(output_dir, "history.json")
-    if os.path.exists(history_path):
-        plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
+    if writer:
+        _save_model_atomically(model, os.path.join(output_dir, "model.keras"))
+        remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
+        history_path = os.path.join(output_dir, "history.json")
+        if os.path.exists(history_path):
+            plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
     if verbose:
         print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/model.keras, tokenizers/, config.json, history.*")
     return Run(model, source_tokenizer, target_tokenizer, model_config, training_config, output_dir)
+
+
+# Up to this many pairs, one counting pass (a tokenization of the corpus) gives the exact epoch length.
+EXACT_COUNT_LIMIT = 500_000
+
+
+def _steps_per_epoch(dataset, num_pairs, training_config, verbose):
+    """`(batches per epoch, exact)`: counted for corpora up to `EXACT_COUNT_LIMIT` pairs, else estimated."""
+    if training_config.steps_per_epoch:
+        return training_config.steps_per_epoch, True
+    if num_pairs <= EXACT_COUNT_LIMIT:
+        return count_batches(dataset), True
+    steps = max(1, num_pairs // training_config.batch_size)
+    if verbose:
+        print(f"About {steps:,} batches per epoch (estimated from {num_pairs:,} pairs; Keras counts them in the "
+              "first epoch)")
+    return steps, False
+
+
+def _save_model_atomically(model, path):
+    temporary = os.path.join(os.path.dirname(path), f"tmp-{os.getpid()}-{os.path.basename(path)}")
+    model.save(temporary)
+    os.replace(temporary, path)
 
 
 def load_run(directory):
