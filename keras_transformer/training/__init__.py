@@ -1,34 +1,39 @@
 """Training: the masked label-smoothed loss, masked accuracy, the Transformer schedule, callbacks and plots.
 
 Losses, metrics and the schedule use `keras.ops` only, so they work on every Keras backend.
+
+Names load on first use (`keras_transformer.training.X`), so that the command line can check the
+distribution settings, and pick the backend they need, before Keras is imported.
 """
 
-from keras_transformer.training.callbacks import BestModelCheckpoint
-from keras_transformer.training.callbacks import FitCosineToBudget
-from keras_transformer.training.callbacks import HistoryLogger
-from keras_transformer.training.callbacks import TimeBudget
-from keras_transformer.training.callbacks import load_history
-from keras_transformer.training.callbacks import make_callbacks
-from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
-from keras_transformer.training.metrics import MaskedAccuracy
-from keras_transformer.training.plots import plot_history
-from keras_transformer.training.schedule import TransformerSchedule
-from keras_transformer.training.schedule import WarmupCosineDecay
-from keras_transformer.training.schedule import make_optimizer
-from keras_transformer.training.schedule import make_schedule
+import importlib
 
-__all__ = [
-    "BestModelCheckpoint",
-    "FitCosineToBudget",
-    "HistoryLogger",
-    "MaskedAccuracy",
-    "MaskedSparseCategoricalCrossentropy",
-    "TimeBudget",
-    "TransformerSchedule",
-    "WarmupCosineDecay",
-    "load_history",
-    "make_callbacks",
-    "make_optimizer",
-    "make_schedule",
-    "plot_history",
-]
+_LAZY = {
+    "BestModelCheckpoint": "keras_transformer.training.callbacks",
+    "FitCosineToBudget": "keras_transformer.training.callbacks",
+    "HistoryLogger": "keras_transformer.training.callbacks",
+    "TimeBudget": "keras_transformer.training.callbacks",
+    "load_history": "keras_transformer.training.callbacks",
+    "make_callbacks": "keras_transformer.training.callbacks",
+    "MaskedSparseCategoricalCrossentropy": "keras_transformer.training.losses",
+    "MaskedAccuracy": "keras_transformer.training.metrics",
+    "plot_history": "keras_transformer.training.plots",
+    "TransformerSchedule": "keras_transformer.training.schedule",
+    "WarmupCosineDecay": "keras_transformer.training.schedule",
+    "make_optimizer": "keras_transformer.training.schedule",
+    "make_schedule": "keras_transformer.training.schedule",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'keras_transformer.training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

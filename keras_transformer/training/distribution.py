@@ -165,8 +165,9 @@ def _multi_host(config):
     if config.process_id != 0:
         # jax.distributed aborts the process with a stack trace when it cannot reach the coordinator: check first.
         wait_for_coordinator(config.coordinator, config.timeout)
-    if jax.default_backend() == "cpu":
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # Collectives between the CPU devices of several processes (what the tests here run on) go through gloo; GPUs
+    # use NCCL whatever this says. (Asking jax which backend it has would start it, and initialize() must come first.)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator_address=config.coordinator, num_processes=config.num_processes,
                                process_id=config.process_id, initialization_timeout=int(config.timeout))
     devices = jax.devices()

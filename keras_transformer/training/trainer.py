@@ -11,9 +11,12 @@ A run directory holds everything `translate`, `evaluate` and `export` need:
       logs/                   TensorBoard
 """
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
+import tempfile
 import time
 
 import keras
@@ -28,6 +31,7 @@ from keras_transformer.data.streaming import pairs_source
 from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs import ResumableCheckpoint
+from keras_transformer.runs import RunLock
 from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
 from keras_transformer.runs import restore_checkpoint
@@ -197,7 +201,8 @@ def train(
     if training_config.decay not in SCHEDULES:
         raise ValueError(f"Unknown learning-rate decay {training_config.decay!r}: expected one of {SCHEDULES}.")
     if training_config.checkpoint_every is not None and training_config.checkpoint_every < 1:
-        raise ValueError(f"checkpoint_every must be a positive number of batches, got {training_config.checkpoint_every}")
+        raise ValueError("checkpoint_every must be a positive number of batches, got "
+                         f"{training_config.checkpoint_every}")
     distribution = distribution or DistributionConfig()
     if distribution.mode == "multi-host" and training_config.max_minutes is not None:
         raise ValueError("max_minutes is not supported with --distribute multi-host: each process would time "
@@ -208,101 +213,113 @@ def train(
     model_settings = dict(model_settings or {})
     if writer:
         os.makedirs(output_dir, exist_ok=True)
-    keras.utils.set_random_seed(training_config.seed)
-    if verbose and distribution.mode:
-        print(f"Distributed training: {placement.description}")
+    # One writer per run directory (a second train on the same output stops at once); released however
+    # this process ends.
+    with contextlib.ExitStack() as scratch:
+        if writer:
+            scratch.enter_context(RunLock(output_dir))
+        keras.utils.set_random_seed(training_config.seed)
+        if verbose and distribution.mode:
+            print(f"Distributed training: {placement.description}")
 
-    source = pairs_source(train_data, max_words=training_config.max_words, sample_size=training_config.vocab_sample,
-                          seed=training_config.seed, verbose=verbose)
-    if verbose:
-        print(source.summary)
-    val_source = pairs_source(val_data) if val_data is not None else None
-
-    tokenizer_dir = os.path.join(output_dir, "tokenizers", "source")
-    if os.path.isdir(tokenizer_dir):
-        source_tokenizer, target_tokenizer = load_tokenizers(output_dir)
+        source = pairs_source(train_data, max_words=training_config.max_words,
+                              sample_size=training_config.vocab_sample, seed=training_config.seed, verbose=verbose)
         if verbose:
-            print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
-    else:
-        start = time.time()
-        source_tokenizer, target_tokenizer = train_tokenizers(
-            source.vocabulary_sample, vocab_size=training_config.vocab_size, shared=training_config.shared_vocab,
-            verbose=verbose,
+            print(source.summary)
+        val_source = pairs_source(val_data) if val_data is not None else None
+
+        tokenizer_dir = os.path.join(output_dir, "tokenizers", "source")
+        if os.path.isdir(tokenizer_dir):
+            source_tokenizer, target_tokenizer = load_tokenizers(output_dir)
+            if verbose:
+                print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
+        else:
+            start = time.time()
+            source_tokenizer, target_tokenizer = train_tokenizers(
+                source.vocabulary_sample, vocab_size=training_config.vocab_size, shared=training_config.shared_vocab,
+                verbose=verbose,
+            )
+            if writer:
+                _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
+            if verbose:
+                print(f"Tokenizers trained in {time.time() - start:.1f} s")
+
+        shared = source_tokenizer is target_tokenizer
+        if model_settings.get("share_embeddings") and not shared:
+            raise ValueError("share_embeddings needs a shared vocabulary: set shared_vocab too.")
+        model_config = TransformerConfig(
+            src_vocab_size=source_tokenizer.vocab_size,
+            tgt_vocab_size=target_tokenizer.vocab_size,
+            **model_settings,
         )
         if writer:
-            _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
-        if verbose:
-            print(f"Tokenizers trained in {time.time() - start:.1f} s")
+            with open(os.path.join(output_dir, "config.json"), "w", encoding="utf-8") as f:
+                json.dump({"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}, f,
+                          indent=2)
 
-    shared = source_tokenizer is target_tokenizer
-    if model_settings.get("share_embeddings") and not shared:
-        raise ValueError("share_embeddings needs a shared vocabulary: set shared_vocab too.")
-    model_config = TransformerConfig(
-        src_vocab_size=source_tokenizer.vocab_size,
-        tgt_vocab_size=target_tokenizer.vocab_size,
-        **model_settings,
-    )
-    if writer:
-        with open(os.path.join(output_dir, "config.json"), "w", encoding="utf-8") as f:
-            json.dump({"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}, f, indent=2)
-
-    batching = dict(
-        batch_size=training_config.batch_size,
-        max_length=model_config.max_length,
-        token_budget=training_config.token_budget,
-        # One shape per length bucket (and full batches only in training): XLA compiles the train step once
-        # per bucket instead of once per (batch, source, target) shape.
-        same_length=bool(training_config.jit_compile),
-    )
-    position = DataPosition()
-    train_ds = make_epoch_dataset(
-        source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
-        shuffle_buffer=training_config.shuffle_buffer,
-        drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
-        **batching,
-    )
-    val_ds = None
-    if val_source is not None:
-        val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
-                                    shard=placement.shard, **batching)
-    steps, exact = _steps_per_epoch(train_ds, source.num_pairs, training_config, verbose)
-    if placement.shard is not None:
+        batching = dict(
+            batch_size=training_config.batch_size,
+            max_length=model_config.max_length,
+            token_budget=training_config.token_budget,
+            # One shape per length bucket (and full batches only in training): XLA compiles the train step once
+            # per bucket instead of once per (batch, source, target) shape.
+            same_length=bool(training_config.jit_compile),
+        )
+        position = DataPosition()
         train_ds = make_epoch_dataset(
             source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
-            shuffle_buffer=training_config.shuffle_buffer, shard=placement.shard,
+            shuffle_buffer=training_config.shuffle_buffer,
             drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
             **batching,
         )
-    if training_config.steps_per_epoch:
-        train_ds = train_ds.repeat()
+        val_ds = None
+        if val_source is not None:
+            val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
+                                        shard=placement.shard, **batching)
+        steps, exact = _steps_per_epoch(train_ds, source.num_pairs, training_config, verbose)
+        if placement.shard is not None:
+            train_ds = make_epoch_dataset(
+                source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
+                shuffle_buffer=training_config.shuffle_buffer, shard=placement.shard,
+                drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
+                **batching,
+            )
+        if training_config.steps_per_epoch:
+            train_ds = train_ds.repeat()
 
-    total_steps = None
-    if training_config.decay == "cosine":
-        # The cosine decay ends at the last step of the last epoch (with a time budget, of the last epoch that
-        # fits: FitCosineToBudget below moves the horizon).
-        total_steps = steps * training_config.epochs
+        total_steps = None
+        if training_config.decay == "cosine":
+            # The cosine decay ends at the last step of the last epoch (with a time budget, of the last epoch that
+            # fits: FitCosineToBudget below moves the horizon).
+            total_steps = steps * training_config.epochs
+            if verbose:
+                print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps"
+                      + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
+        schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
+                                 decay=training_config.decay, total_steps=total_steps)
+        state = load_checkpoint_state(output_dir)
+        with placement.scope():
+            model = compile_model(model_config.build(), model_config, training_config, schedule)
+            if state is not None:
+                restore_checkpoint(model, state)
+        initial_epoch = int(state["epoch"]) if state else 0
         if verbose:
-            print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps"
-                  + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
-    schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
-                             decay=training_config.decay, total_steps=total_steps)
-    state = load_checkpoint_state(output_dir)
-    with placement.scope():
-        model = compile_model(model_config.build(), model_config, training_config, schedule)
-        if state is not None:
-            restore_checkpoint(model, state)
-    initial_epoch = int(state["epoch"]) if state else 0
-    if verbose:
-        print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
-              f"{model_config.d_model}; training {training_config.epochs} epochs")
-        if state is not None:
-            print(f"Resuming from the checkpoint at epoch {initial_epoch + 1}, batch {state['batch']} "
-                  f"(optimizer step {state['step']})")
-    checkpoint = ResumableCheckpoint(output_dir, position, every_steps=training_config.checkpoint_every,
-                                     resume_state=state, write=writer)
-    if writer:
+            print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
+                  f"{model_config.d_model}; training {training_config.epochs} epochs")
+            if state is not None:
+                print(f"Resuming from the checkpoint at epoch {initial_epoch + 1}, batch {state['batch']} "
+                      f"(optimizer step {state['step']})")
+        # Every process runs the same callbacks: under JAX, saving weights enters collectives that all processes
+        # must enter together. Those of processes other than 0 write to a scratch directory, removed at the end.
+        callback_dir = output_dir if writer else scratch.enter_context(tempfile.TemporaryDirectory(
+            prefix="keras-transformer-process-"))
+        if not writer and os.path.exists(os.path.join(output_dir, "history.json")):
+            # The same history as process 0 (a resumed run): the same best-so-far, the same checkpoint decisions.
+            shutil.copy(os.path.join(output_dir, "history.json"), callback_dir)
+        checkpoint = ResumableCheckpoint(callback_dir, position, every_steps=training_config.checkpoint_every,
+                                         resume_state=state)
         callbacks = make_callbacks(
-            output_dir,
+            callback_dir,
             patience=training_config.patience,
             monitor="val_loss" if val_ds is not None else "loss",
             backup=False,
@@ -313,50 +330,46 @@ def train(
             steps_per_epoch=steps,
             max_epochs=training_config.epochs,
         )
-    else:  # only what changes the training itself; process 0 writes the run directory
-        callbacks = make_callbacks(output_dir, patience=training_config.patience, tensorboard=False, backup=False,
-                                   history=False, checkpoints=False,
-                                   monitor="val_loss" if val_ds is not None else "loss")
-    callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
-    averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
-    if averaging is not None:
-        callbacks.append(averaging)
-    start = time.time()
-    fits = [(initial_epoch, training_config.epochs, steps)]
-    if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
-        # Keras has no "start at batch b": the interrupted epoch is completed by a fit() of its own, whose dataset
-        # skips the batches already done (the checkpoint positions it), then the run goes on from the next epoch.
-        fits = [(initial_epoch, initial_epoch + 1, steps - int(state["batch"])),
-                (initial_epoch + 1, training_config.epochs, steps)]
-    for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
-        if first_epoch >= last_epoch or (number and model.stop_training):
-            continue
+        callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
+        averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
         if averaging is not None:
-            averaging.average_at_end = number == len(fits) - 1
-        dataset = train_ds
-        if exact and not training_config.steps_per_epoch:
-            # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
-            dataset = with_known_length(train_ds, epoch_steps)
-        model.fit(
-            dataset,
-            validation_data=val_ds,
-            epochs=last_epoch,
-            initial_epoch=first_epoch,
-            steps_per_epoch=training_config.steps_per_epoch,
-            callbacks=callbacks,
-            shuffle=False,  # the tf.data pipeline shuffles
-            verbose=verbose,
-        )
-    elapsed = time.time() - start
-    if writer:
-        _save_model_atomically(model, os.path.join(output_dir, "model.keras"))
-        remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
-        history_path = os.path.join(output_dir, "history.json")
-        if os.path.exists(history_path):
-            plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
-    if verbose:
-        print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/model.keras, tokenizers/, config.json, history.*")
-    return Run(model, source_tokenizer, target_tokenizer, model_config, training_config, output_dir)
+            callbacks.append(averaging)
+        start = time.time()
+        fits = [(initial_epoch, training_config.epochs, steps)]
+        if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
+            # Keras has no "start at batch b": the interrupted epoch is completed by a fit() of its own, whose dataset
+            # skips the batches already done (the checkpoint positions it), then the run goes on from the next epoch.
+            fits = [(initial_epoch, initial_epoch + 1, steps - int(state["batch"])),
+                    (initial_epoch + 1, training_config.epochs, steps)]
+        for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
+            if first_epoch >= last_epoch or (number and model.stop_training):
+                continue
+            if averaging is not None:
+                averaging.average_at_end = number == len(fits) - 1
+            dataset = train_ds
+            if exact and not training_config.steps_per_epoch:
+                # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
+                dataset = with_known_length(train_ds, epoch_steps)
+            model.fit(
+                dataset,
+                validation_data=val_ds,
+                epochs=last_epoch,
+                initial_epoch=first_epoch,
+                steps_per_epoch=training_config.steps_per_epoch,
+                callbacks=callbacks,
+                shuffle=False,  # the tf.data pipeline shuffles
+                verbose=verbose,
+            )
+        elapsed = time.time() - start
+        _save_model_atomically(model, os.path.join(callback_dir, "model.keras"))
+        if writer:
+            remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
+            history_path = os.path.join(output_dir, "history.json")
+            if os.path.exists(history_path):
+                plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
+        if verbose:
+            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/model.keras, tokenizers/, config.json, history.*")
+        return Run(model, source_tokenizer, target_tokenizer, model_config, training_config, output_dir)
 
 
 # Up to this many pairs, one counting pass (a tokenization of the corpus) gives the exact epoch length.
@@ -394,7 +407,6 @@ def load_run(directory):
             )
     with open(config_path, encoding="utf-8") as f:
         config = json.load(f)
-    import keras_transformer.training  # noqa: F401 (registers the loss and metric for loading)
 
     model = keras.saving.load_model(model_path, compile=False)
     source, target = load_tokenizers(directory)
