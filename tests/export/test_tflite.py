@@ -45,10 +45,13 @@ def test_check_rejects_flex_and_unknown_custom_ops(tmp_path):
     assert "StringLower" not in TFTEXT_CUSTOM_OPS
 
 
-def test_signature_takes_and_returns_strings(tflite_translator):
-    signatures = tflite_translator.interpreter.get_signature_list()
+def test_signature_takes_and_returns_strings(exported):
+    from keras_transformer.export import TFLiteTranslator
+
+    fresh = TFLiteTranslator(exported["tflite"])  # the shared one is resized by whichever test translated first
+    signatures = fresh.interpreter.get_signature_list()
     assert signatures == {"serving_default": {"inputs": ["text"], "outputs": ["translation"]}}
-    details = tflite_translator.runner.get_input_details()["text"]
+    details = fresh.runner.get_input_details()["text"]
     assert details["dtype"] == np.bytes_ and list(details["shape_signature"]) == [-1]
 
 
