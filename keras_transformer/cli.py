@@ -34,6 +34,7 @@ TRAINING_FLAGS = [
     ("--average-last", int, "average the weights of the last N epochs at the end"),
     ("--max-minutes", float, "stop before this much training wall time (counted across resumes)"),
     ("--seed", int, "random seed"),
+    ("--max-words", int, "skip (and count) pairs with more whitespace-separated words than this on a side"),
     ("--vocab-sample", int, "learn the vocabulary from a random sample of this many pairs (default 200000)"),
     ("--shuffle-buffer", int, "pairs shuffled together (bounded memory; default 100000)"),
     ("--checkpoint-every", int, "also save a resumable checkpoint every N batches (default: at epoch ends)"),

@@ -64,3 +64,30 @@ def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops():
     counts = [int(n) for n in re.findall(r"\((\d+) ops\)", out.split("matmuls", 1)[1].splitlines()[0])]
     assert len(counts) == 2 and all(n >= 8 for n in counts), out
     assert "ours (cached): the 3 longest ops" in out and "keras-hub (cached): the 3 longest ops" in out
+
+
+@pytest.mark.slow
+def test_scale_benchmark_reports_memory_first_step_and_pipeline_rate():
+    out = run_script("scale.py", "--data", "synthetic", "--pairs", "3000", "--shards", "2", "--steps", "4",
+                     "--pipeline-batches", "4", "--num-layers", "1", *TINY_MODEL, "--num-heads", "2",
+                     "--vocab-size", "200", "--batch-size", "32")
+    assert re.search(r"3,000 pairs\s+\|\s+3,000\s+\|\s+2\s+\|", out), out
+    assert re.search(r"peak RSS, large corpus: [\d.]+ GB \(goal < 2.5 GB: (met|NOT met)\); [\d.]+x the synthetic", out)
+    assert re.search(r"first step, large corpus: \d+ s after the command started", out), out
+    assert re.search(r"input pipeline, large corpus: [\d.]+x the batches/s the model trains", out), out
+
+
+@pytest.mark.slow
+def test_engines_benchmark_compares_the_multi_host_engines():
+    out = run_script("engines.py")
+    assert re.search(r"keras.distribution DataParallel, 2 processes \(jax\)\s+\|\s+yes\s+\|.*every process logs the "
+                     r"same losses", out), out
+    assert re.search(r"MultiWorkerMirroredStrategy, 2 processes \(tensorflow\)\s+\|\s+(yes|no)", out), out
+
+
+def test_projection_prints_both_scaling_regimes():
+    out = run_script("projection.py")
+    assert "9.51 TFLOP per step" in out
+    for gpus in (1, 8, 64):
+        assert re.search(rf"mixed bf16\s+\|\s+{gpus}\s+\|", out), out
+    assert "strong scaling" in out and "weak scaling" in out

@@ -175,6 +175,7 @@ def train(
     training_settings=None,
     verbose=1,
     distribution=None,
+    callbacks=None,
 ):
     """Train tokenizers and a Transformer on a parallel corpus and write a run directory.
 
@@ -193,6 +194,7 @@ def train(
         training_settings: dict of `TrainingConfig` fields.
         verbose: 0 silent, 1 progress bars and summaries, 2 one line per epoch.
         distribution: a `DistributionConfig` (several devices or hosts); `None` trains on one device.
+        callbacks: extra Keras callbacks, called after the run's own (checkpoints, history, budget).
 
     Returns:
         A `Run`.
@@ -318,6 +320,7 @@ def train(
             shutil.copy(os.path.join(output_dir, "history.json"), callback_dir)
         checkpoint = ResumableCheckpoint(callback_dir, position, every_steps=training_config.checkpoint_every,
                                          resume_state=state)
+        extra_callbacks = list(callbacks or [])
         callbacks = make_callbacks(
             callback_dir,
             patience=training_config.patience,
@@ -334,6 +337,7 @@ def train(
         averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
         if averaging is not None:
             callbacks.append(averaging)
+        callbacks.extend(extra_callbacks)
         start = time.time()
         fits = [(initial_epoch, training_config.epochs, steps)]
         if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
