@@ -158,13 +158,16 @@ def child_train(args):
     corpus = scan_corpus(args.src, args.tgt, sample_size=config.vocab_sample, seed=config.seed)
     scan_seconds = time.time() - scanned_at
     clock = StepClock()
-    train(corpus, args.output, model_settings=model_settings(args), training_settings=training_settings(args),
+    kept, shards = corpus.kept, len(corpus.src_files)
+    handed = [corpus]
+    del corpus  # as the CLI does: train() holds the only reference, and frees the vocabulary sample once used
+    train(handed.pop(), args.output, model_settings=model_settings(args), training_settings=training_settings(args),
           verbose=0, callbacks=[clock])
     ends = clock.ends
     warm = min(10, len(ends) - 2) if len(ends) > 2 else 0  # leave out the steps that compile
     rate = (len(ends) - 1 - warm) / (ends[-1] - ends[warm]) if len(ends) - 1 > warm else float("nan")
     print(RESULT + json.dumps({
-        "pairs": corpus.kept, "shards": len(corpus.src_files), "scan_seconds": scan_seconds,
+        "pairs": kept, "shards": shards, "scan_seconds": scan_seconds,
         "first_step_seconds": ends[0] - START, "steps": len(ends), "model_batches_per_second": rate,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }), flush=True)

@@ -110,10 +110,11 @@ def cmd_train(args):
     verbose = 1 if sys.stdout.isatty() else 2
     print(f"Reading {' '.join(args.src)} / {' '.join(args.tgt)} (one pass: line counts, UTF-8, a vocabulary "
           f"sample of up to {config.vocab_sample:,} pairs)", flush=True)
-    corpus = scan_corpus(args.src, args.tgt, sample_size=config.vocab_sample, max_words=config.max_words,
-                         seed=config.seed, verbose=1 if verbose == 1 else 0)
     val = read_parallel_corpus(args.val_src, args.val_tgt) if args.val_src else None
-    train(corpus, args.output, val_data=val, model_settings=model_settings, training_settings=training_settings,
+    # The scan goes straight to train() (no reference kept here): its vocabulary sample is freed once used.
+    train(scan_corpus(args.src, args.tgt, sample_size=config.vocab_sample, max_words=config.max_words,
+                      seed=config.seed, verbose=1 if verbose == 1 else 0),
+          args.output, val_data=val, model_settings=model_settings, training_settings=training_settings,
           verbose=verbose, distribution=distribution)
     return 0
 

@@ -308,8 +308,10 @@ def pairs_source(data, max_words=None, sample_size=200_000, seed=0, verbose=0):
     (2, 'corpus: 2 sentence pairs')
     """
     if isinstance(data, CorpusScan):
-        def from_files(epoch_seed):
-            return file_pairs(data.src_files, data.tgt_files, seed=epoch_seed, max_words=data.max_words)
+        src_files, tgt_files, scan_max_words = data.src_files, data.tgt_files, data.max_words
+
+        def from_files(epoch_seed):  # holds the file names only: the sample can be freed once the vocabulary is learned
+            return file_pairs(src_files, tgt_files, seed=epoch_seed, max_words=scan_max_words)
 
         return PairsSource(from_files, data.sample, data.kept, data.summary())
     from keras_transformer.data.corpus import as_corpus

@@ -12,7 +12,9 @@ A run directory holds everything `translate`, `evaluate` and `export` need:
 """
 
 import contextlib
+import ctypes
 import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -245,6 +247,11 @@ def train(
                 _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
             if verbose:
                 print(f"Tokenizers trained in {time.time() - start:.1f} s")
+        # The vocabulary sample (up to `vocab_sample` pairs of Python strings) is not needed any more; when the
+        # caller kept no reference to it (the CLI does not), its memory goes back before the model takes its own.
+        source = dataclasses.replace(source, vocabulary_sample=None)
+        del train_data
+        _release_freed_memory()
 
         shared = source_tokenizer is target_tokenizer
         if model_settings.get("share_embeddings") and not shared:
@@ -391,6 +398,15 @@ def _steps_per_epoch(dataset, num_pairs, training_config, verbose):
         print(f"About {steps:,} batches per epoch (estimated from {num_pairs:,} pairs; Keras counts them in the "
               "first epoch)")
     return steps, False
+
+
+def _release_freed_memory():
+    """Collects garbage and asks glibc to give freed heap pages back to the system (no-op elsewhere)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _save_model_atomically(model, path):
