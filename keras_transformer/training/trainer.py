@@ -275,24 +275,21 @@ def train(
             same_length=bool(training_config.jit_compile),
         )
         position = DataPosition()
-        train_ds = make_epoch_dataset(
-            source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
-            shuffle_buffer=training_config.shuffle_buffer,
-            drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
-            **batching,
-        )
+        def training_batches(shard=None):
+            return make_epoch_dataset(
+                source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
+                shuffle_buffer=training_config.shuffle_buffer, shard=shard,
+                drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
+                **batching,
+            )
+
         val_ds = None
         if val_source is not None:
             val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
                                         shard=placement.shard, **batching)
-        steps, exact = _steps_per_epoch(train_ds, source.num_pairs, training_config, verbose)
-        if placement.shard is not None:
-            train_ds = make_epoch_dataset(
-                source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
-                shuffle_buffer=training_config.shuffle_buffer, shard=placement.shard,
-                drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
-                **batching,
-            )
+        # The epoch length is counted on the whole global batches; each process then reads its rows of them.
+        steps, exact = _steps_per_epoch(training_batches(), source.num_pairs, training_config, verbose)
+        train_ds = training_batches(placement.shard)
         if training_config.steps_per_epoch:
             train_ds = train_ds.repeat()
 
