@@ -55,8 +55,6 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         position: the `DataPosition` the training dataset reads.
         every_steps: also checkpoint every this many batches of an epoch; `None` only at epoch ends.
         resume_state: what `load_checkpoint_state` returned (the run being resumed), or `None`.
-        write: `False` on the processes of a multi-host run other than process 0 (they position their data and
-            restore their metrics but write nothing).
 
     Example:
 
@@ -65,7 +63,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
     >>> model.fit(dataset, epochs=10, callbacks=[ResumableCheckpoint("runs/de-en", position, 500)])  # doctest: +SKIP
     """
 
-    def __init__(self, run_dir, position, every_steps=None, resume_state=None, write=True):
+    def __init__(self, run_dir, position, every_steps=None, resume_state=None):
         super().__init__()
         if every_steps is not None and int(every_steps) < 1:
             raise ValueError(f"every_steps must be a positive number of batches, got {every_steps}")
@@ -73,7 +71,6 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.position = position
         self.every_steps = int(every_steps) if every_steps else None
         self.resume_state = resume_state
-        self.write = write
         self._skipped = 0
         self._epoch = 0
         self._pending_metrics = None
@@ -115,8 +112,6 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
     def _save(self, epoch, batch):
         self.saved.append((epoch, batch))
-        if not self.write:
-            return
         directory = _checkpoint_dir(self.run_dir)
         os.makedirs(directory, exist_ok=True)
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))

@@ -275,6 +275,7 @@ def train(
             same_length=bool(training_config.jit_compile),
         )
         position = DataPosition()
+
         def training_batches(shard=None):
             return make_epoch_dataset(
                 source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
@@ -288,8 +289,9 @@ def train(
             val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
                                         shard=placement.shard, **batching)
         # The epoch length is counted on the whole global batches; each process then reads its rows of them.
-        steps, exact = _steps_per_epoch(training_batches(), source.num_pairs, training_config, verbose)
-        train_ds = training_batches(placement.shard)
+        whole_batches = training_batches()
+        steps, exact = _steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
+        train_ds = whole_batches if placement.shard is None else training_batches(placement.shard)
         if training_config.steps_per_epoch:
             train_ds = train_ds.repeat()
 
