@@ -10,6 +10,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from keras_transformer.validation import check_settings  # noqa: E402 - no TensorFlow import
+from keras_transformer.validation import load_settings_file  # noqa: E402
+
 DEFAULT_SAVED_MODELS = "saved_models"
 
 # Flags shared by `train` and `quickstart`; their dest names are TransformerConfig/TrainingConfig fields.
@@ -67,18 +70,20 @@ def _collect_settings(args):
     names += ["norm_first", "share_embeddings", "tie_output", "shared_vocab", "jit_compile", "decay"]
     settings = {}
     if getattr(args, "config", None):
-        from keras_transformer.training.trainer import load_settings_file
-
-        settings.update(load_settings_file(args.config))
+        settings.update({k.replace("-", "_"): v for k, v in load_settings_file(args.config).items()})
     settings.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
     if settings.get("share_embeddings"):
         settings["shared_vocab"] = True
+    check_settings(settings)  # every setting checked before TensorFlow is even imported
     return settings
 
 
 def _read_stdin_lines():
-    data = sys.stdin.buffer.read()
-    return data.decode("utf-8", errors="replace").splitlines()
+    """Stdin's lines: UTF-8 (else one error naming the line), a BOM and CRLF ends removed, split on "\\n" only
+    (so a form feed or a Unicode line separator inside a sentence never changes the number of output lines)."""
+    from keras_transformer.data.corpus import decode_lines
+
+    return decode_lines(sys.stdin.buffer.read(), "<stdin>")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,11 +106,12 @@ def cmd_train(args):
     set_backend_for(distribution.mode)
     if bool(args.val_src) != bool(args.val_tgt):
         raise ValueError("--val-src and --val-tgt go together")
+    settings = _collect_settings(args)
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.data.streaming import scan_corpus
     from keras_transformer.training.trainer import TrainingConfig, split_settings, train
 
-    model_settings, training_settings = split_settings(_collect_settings(args))
+    model_settings, training_settings = split_settings(settings)
     config = TrainingConfig(**training_settings)
     verbose = 1 if sys.stdout.isatty() else 2
     print(f"Reading {' '.join(args.src)} / {' '.join(args.tgt)} (one pass: line counts, UTF-8, a vocabulary "
@@ -115,7 +121,7 @@ def cmd_train(args):
     train(scan_corpus(args.src, args.tgt, sample_size=config.vocab_sample, max_words=config.max_words,
                       seed=config.seed, verbose=1 if verbose == 1 else 0),
           args.output, val_data=val, model_settings=model_settings, training_settings=training_settings,
-          verbose=verbose, distribution=distribution)
+          verbose=verbose, distribution=distribution, overwrite=args.overwrite)
     return 0
 
 
@@ -135,14 +141,14 @@ def _load_translator(path):
 def cmd_translate(args):
     translator = _load_translator(args.model)
     lines = _read_stdin_lines()
+    if args.plot_attention and not lines:
+        raise ValueError("--plot-attention needs at least one input line on stdin")
     outputs = translator.translate(lines, beam_size=args.beam_size, batch_size=args.batch_size,
-                                   max_length=args.max_length)
+                                   max_length=args.max_length) if lines else []
     for line in outputs:
         print(line)
     sys.stdout.flush()
     if args.plot_attention:
-        if not lines:
-            raise SystemExit("error: --plot-attention needs at least one input line")
         translator.plot_attention(lines[0], args.plot_attention, beam_size=args.beam_size)
         print(f"wrote the cross-attention of the first sentence to {args.plot_attention}", file=sys.stderr)
     return 0
@@ -154,6 +160,11 @@ def cmd_evaluate(args):
     from keras_transformer.data.corpus import read_parallel_corpus
 
     corpus = read_parallel_corpus(args.src, args.ref)
+    if corpus.dropped_empty:
+        print(f"skipping {corpus.dropped_empty} pair(s) with a blank source or reference line "
+              f"({len(corpus)} scored)", file=sys.stderr)
+    if not len(corpus):
+        raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
     translator = _load_translator(args.model)
     hypotheses = translator.translate(list(corpus.sources), beam_size=args.beam_size,
                                       batch_size=args.batch_size, max_length=args.max_length, verbose=1)
@@ -166,8 +177,9 @@ def cmd_evaluate(args):
     print(f"BLEU (lowercased)                        = {bleu_lc.score:.2f}")
     print(f"chrF                                     = {chrf.score:.2f}")
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write("\n".join(hypotheses) + "\n")
+        from keras_transformer.atomic import write_text
+
+        write_text(args.output, "\n".join(hypotheses) + "\n")
     return 0
 
 
@@ -185,7 +197,7 @@ def cmd_quickstart(args):
     from keras_transformer.quickstart import run_quickstart
 
     run_quickstart(output_dir=args.output, settings=_collect_settings(args), num_train=args.num_train,
-                   num_heldout=args.num_heldout)
+                   num_heldout=args.num_heldout, overwrite=args.overwrite)
     return 0
 
 
@@ -193,11 +205,22 @@ def cmd_export(args):
     from keras_transformer.export.cli import export_run
 
     export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
-               max_length=args.max_length, tflite_quantize=args.tflite_quantize)
+               max_length=args.max_length, tflite_quantize=args.tflite_quantize, overwrite=args.overwrite)
     return 0
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1 (argparse prints `argument --x: ...` with it)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
 
 
 def build_parser():
@@ -218,6 +241,8 @@ def build_parser():
     p.add_argument("--val-src", help="validation source file")
     p.add_argument("--val-tgt", help="validation target file")
     p.add_argument("--config", help="JSON or YAML file with the same settings as the flags (flags win)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="train from scratch where --output holds a finished or started run (its files are removed)")
     _add_settings_flags(p)
     group = p.add_argument_group("scale out (docs/scaling.md)")
     group.add_argument("--distribute", metavar="{mirrored,multi-host}", default=None,
@@ -232,9 +257,9 @@ def build_parser():
     p.set_defaults(func=cmd_train)
 
     def add_decoding_flags(p):
-        p.add_argument("--beam-size", type=int, default=1, help="1 = greedy (default); the paper uses 4")
-        p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
-        p.add_argument("--max-length", type=int, default=None, help="longest output in tokens")
+        p.add_argument("--beam-size", type=positive_int, default=1, help="1 = greedy (default); the paper uses 4")
+        p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
+        p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
 
     p = sub.add_parser("translate", help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")
@@ -262,8 +287,9 @@ def build_parser():
     p.add_argument("--tflite", default=None, help="also write a TFLite model to this file")
     p.add_argument("--tflite-quantize", choices=["float16", "dynamic_range"], default=None,
                    help="TFLite weights in float16 (half the weight bytes) or int8 (dynamic range)")
-    p.add_argument("--beam-size", type=int, default=1, help="decoding of the serving signature")
-    p.add_argument("--max-length", type=int, default=None, help="longest output in tokens")
+    p.add_argument("--beam-size", type=positive_int, default=1, help="decoding of the serving signature")
+    p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing SavedModel / TFLite file")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("plot", help="plot training curves of a run",
@@ -276,8 +302,9 @@ def build_parser():
                        description="Train on a built-in synthetic date-translation corpus (spelled-out English "
                                    "dates -> ISO dates), report held-out exact match and show translations.")
     p.add_argument("--output", default=os.path.join(DEFAULT_SAVED_MODELS, "quickstart"))
-    p.add_argument("--num-train", type=int, default=None, help="training pairs")
-    p.add_argument("--num-heldout", type=int, default=None, help="held-out pairs")
+    p.add_argument("--num-train", type=positive_int, default=None, help="training pairs")
+    p.add_argument("--num-heldout", type=positive_int, default=None, help="held-out pairs")
+    p.add_argument("--overwrite", action="store_true", help="train again where --output holds a finished run")
     p.add_argument("--config", help="JSON or YAML settings file")
     _add_settings_flags(p)
     p.set_defaults(func=cmd_quickstart)
@@ -290,11 +317,30 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    import warnings
+
+    def show_note(message, category, *_args, **_kwargs):
+        # The package's own warnings (a setting that could not be honoured as given) as one line each.
+        if category.__module__.startswith("keras_transformer"):
+            print(f"keras-transformer {args.command}: note: {message}", file=sys.stderr)
+        else:
+            default_showwarning(message, category, *_args, **_kwargs)
+
+    default_showwarning = warnings.showwarning
+    warnings.showwarning = show_note
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"keras-transformer {args.command}: error: {error}", file=sys.stderr)
+    except (ValueError, OSError) as error:
+        # Every error the package raises for bad input or a bad file names the input (one line, no traceback).
+        message = str(error) if not isinstance(error, OSError) or not error.filename or str(error.filename) in str(
+            error) else f"{error.filename}: {error.strerror}"
+        print(f"keras-transformer {args.command}: error: {' '.join(message.split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"keras-transformer {args.command}: interrupted" + (" (re-run the same command to resume)"
+                                                                   if args.command in ("train", "quickstart") else ""),
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -32,8 +32,11 @@ def exact_match(hypotheses, references):
 
 
 def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_train=None, num_heldout=None,
-                   verbose=None, show=8):
-    """Train on the synthetic date corpus and report held-out exact match. Returns `(run, exact_match)`."""
+                   verbose=None, show=8, overwrite=False):
+    """Train on the synthetic date corpus and report held-out exact match. Returns `(run, exact_match)`.
+
+    A finished run in `output_dir` is refused unless `overwrite` (see `train`); an interrupted one resumes.
+    """
     from keras_transformer.data.synthetic import make_synthetic_splits
     from keras_transformer.decoding.translator import Translator
     from keras_transformer.training.trainer import split_settings, train
@@ -50,7 +53,7 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
     # Validation loss is watched on part of the held-out pairs (it picks nothing; no early stopping).
     validation = heldout.split(min(200, len(heldout)), seed=1)[1]
     run = train(train_corpus, output_dir, val_data=validation, model_settings=model_settings,
-                training_settings=training_settings, verbose=verbose)
+                training_settings=training_settings, verbose=verbose, overwrite=overwrite)
     translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
     hypotheses = translator.translate(list(heldout.sources), batch_size=128)
     score = exact_match(hypotheses, heldout.targets)

@@ -134,7 +134,8 @@ def test_unknown_config_setting_is_rejected(tmp_path, capsys):
     config.write_text('{"layers": 3}')
     assert cli.main(["train", "--src", src, "--tgt", src, "--output", str(tmp_path / "r"), "--config",
                      str(config)]) == 2
-    assert "Unknown settings ['layers']" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "c.json: unknown setting 'layers' (did you mean 'num_layers'?)" in err
 
 
 def test_translate_on_a_missing_run_is_a_clear_error(tmp_path, capsys):

@@ -152,6 +152,25 @@ def read_lines(path):
             raise CorpusError(f"{path}: expected a valid gzip file, could not decompress it ({error})") from None
     if not data.strip():
         raise CorpusError(f"{path}:1: file is empty; expected one sentence per line")
+    return decode_lines(data, path)
+
+
+def decode_lines(data, name):
+    """Splits UTF-8 bytes into lines as `read_lines` does (BOM and `"\\r"` removed, `"\\n"` only).
+
+    Args:
+        data: the bytes (a file's, or stdin's).
+        name: what to call them in an error (`"<stdin>"`, a path).
+
+    Raises:
+        CorpusError: bytes that are not UTF-8, naming `name`, the line and the byte.
+
+    Example:
+
+    >>> decode_lines(b"\\xef\\xbb\\xbfone\\r\\ntwo\\n", "<stdin>")
+    ['one', 'two']
+    """
+    path = name
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

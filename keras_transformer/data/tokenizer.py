@@ -81,11 +81,19 @@ def _char_class(char):
     return kind
 
 
+def _learnable(word):
+    """Whether a word may give vocabulary pieces: not if it holds a control character (NUL and the other Unicode
+    `Cc` ones that are not whitespace), a surrogate or a byte-order mark. Such words are left out of learning and
+    tokenize as `[UNK]`, in training and translation alike (FastWordpiece cannot hold a NUL in its vocabulary)."""
+    return not any(unicodedata.category(c) in ("Cc", "Cs") or c == "\ufeff" for c in word)
+
+
 def split_words(text):
     """Splits text into words exactly as FastWordpiece's end-to-end mode does before cutting pieces.
 
     Whitespace separates words and is dropped; every punctuation character (ASCII punctuation and symbols, Unicode
-    `P*`) and CJK ideograph is a word of its own.
+    `P*`) and CJK ideograph is a word of its own. Control characters (NUL, ...) are word characters here, as for
+    FastWordpiece; `count_words` leaves words holding them out of the vocabulary.
 
     Args:
         text: a Python string.
@@ -145,7 +153,8 @@ def count_words(texts, verbose=1):
     counts = collections.Counter()
     for chunk, count in chunk_counts.items():
         for word in split_words(chunk):
-            counts[word] += count
+            if _learnable(word):
+                counts[word] += count
     if progbar is not None:
         progbar.update(seen, finalize=True)
     return counts
@@ -630,10 +639,20 @@ class SubwordTokenizer(tf.Module):
                 config = json.load(f)
             except json.JSONDecodeError as error:
                 raise ValueError(f"{config_path}:{error.lineno}: expected JSON ({error.msg})") from None
+            except UnicodeDecodeError:
+                raise ValueError(f"{config_path}: expected UTF-8 JSON, found binary data (damaged?)") from None
+        if not isinstance(config, dict) or not isinstance(config.get("vocab_size"), int):
+            raise ValueError(f"{config_path}:1: expected a JSON object with an integer \"vocab_size\"")
         if config.get("format") != _FORMAT:
             raise ValueError(f"{config_path}:1: expected \"format\": \"{_FORMAT}\", got {config.get('format')!r}")
-        with open(vocab_path, encoding="utf-8", newline="") as f:
-            vocab = f.read().split("\n")
+        with open(vocab_path, "rb") as f:
+            data = f.read()
+        try:
+            vocab = data.decode("utf-8").split("\n")
+        except UnicodeDecodeError as error:
+            line = data.count(b"\n", 0, error.start) + 1
+            raise ValueError(f"{vocab_path}:{line}: expected UTF-8 text, found "
+                             f"the byte 0x{data[error.start]:02x} (damaged?)") from None
         if vocab and vocab[-1] == "":
             vocab.pop()
         for line, (token, expected) in enumerate(zip(vocab, RESERVED_TOKENS), start=1):

@@ -35,6 +35,7 @@ def export_run(
     length_penalty=0.6,
     tflite_quantize=None,
     verbose=1,
+    overwrite=False,
 ):
     """Exports a run directory as a string-to-string SavedModel and, optionally, a TFLite model.
 
@@ -48,6 +49,8 @@ def export_run(
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
         verbose: 0 silent, 1 print what was written.
+        overwrite: replace an existing SavedModel directory / TFLite file (else they are refused before any
+            work). Either way each is written to a temporary name and renamed into place.
 
     Returns:
         A dict `{"saved_model": path, "tflite": path or None}`.
@@ -62,6 +65,13 @@ def export_run(
     saved_model = saved_model or default_saved_model_path(run_dir)
     if _same_directory(saved_model, run_dir):
         raise ValueError(f"{saved_model}: the SavedModel would overwrite the run directory; choose another path")
+    for path, kind in ((saved_model, "SavedModel"), (tflite, "TFLite file")):
+        if path and os.path.lexists(path) and not overwrite:
+            raise FileExistsError(f"{path}: exists; pass --overwrite to replace it with the new {kind}")
+        if path and os.path.isdir(path) and kind == "TFLite file":
+            raise FileExistsError(f"{path}: is a directory; --tflite names the .tflite file to write")
+    if saved_model and os.path.lexists(saved_model) and not os.path.isdir(saved_model):
+        raise FileExistsError(f"{saved_model}: is a file; --saved-model names the directory to write")
     run = load_run(run_dir)
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty)
     if verbose:

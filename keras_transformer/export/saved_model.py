@@ -16,6 +16,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.atomic import atomic_path
+
 CONFIG_FILE = os.path.join("assets.extra", "keras_transformer.json")
 
 
@@ -28,22 +30,29 @@ def export_saved_model(translator, path, verbose=0):
 
     Args:
         translator: a `keras_transformer.export.TranslatorModule`.
-        path: the SavedModel directory to write (created; files of an earlier export are replaced).
+        path: the SavedModel directory to write (atomically: an earlier export there is replaced whole).
         verbose: 0 silent, 1 print what was written.
 
     Returns:
         The path.
     """
     start = time.time()
-    tf.saved_model.save(translator, path, signatures=translator.signatures())
-    config_path = os.path.join(path, CONFIG_FILE)
-    os.makedirs(os.path.dirname(config_path), exist_ok=True)
-    with open(config_path, "w", encoding="utf-8") as f:
-        f.write(translator.to_json() + "\n")
+    # Written beside `path` and renamed into place: a killed export leaves the old SavedModel or none, never half.
+    with atomic_path(path) as temporary:
+        tf.saved_model.save(translator, temporary, signatures=translator.signatures())
+        config_path = os.path.join(temporary, CONFIG_FILE)
+        os.makedirs(os.path.dirname(config_path), exist_ok=True)
+        with open(config_path, "w", encoding="utf-8") as f:
+            f.write(translator.to_json() + "\n")
     if verbose:
         print(f"Wrote the SavedModel {path} ({directory_size(path) / 2**20:.1f} MiB) in {time.time() - start:.0f} s; "
               f"signatures: {', '.join(sorted(translator.signatures()))}")
     return path
+
+
+def _first_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
 
 
 def directory_size(path):
@@ -87,7 +96,11 @@ class SavedModelTranslator:
         if not os.path.exists(os.path.join(path, "saved_model.pb")):
             raise FileNotFoundError(f"{path}/saved_model.pb: not found; expected a directory from `export`")
         self.path = path
-        self.module = tf.saved_model.load(path)
+        try:
+            self.module = tf.saved_model.load(path)
+        except Exception as error:  # noqa: BLE001 - TensorFlow raises many kinds for a damaged directory
+            raise ValueError(f"{path}: not a SavedModel that loads (damaged or truncated?): "
+                             f"{_first_line(error)}") from None
         self.signatures = dict(self.module.signatures)
         if "serving_default" not in self.signatures:
             raise ValueError(f"{path}: the SavedModel has no `serving_default` signature")

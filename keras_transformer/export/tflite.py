@@ -32,6 +32,8 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.atomic import atomic_path
+
 # The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
 TFTEXT_CUSTOM_OPS = frozenset(
     {"FastWordpieceTokenizeWithOffsets", "TFText>FastWordpieceDetokenize", "RaggedTensorToTensor"}
@@ -176,7 +178,7 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     check_tflite_ops(content)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    with open(path, "wb") as f:
+    with atomic_path(path) as temporary, open(temporary, "wb") as f:
         f.write(content)
     if verbose:
         weights = f", {quantize} weights" if quantize else ""

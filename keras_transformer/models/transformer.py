@@ -12,6 +12,7 @@ from keras_transformer.layers import (
     TransformerEncoder,
 )
 from keras_transformer.models.output_projection import OutputProjection
+from keras_transformer.validation import check_model
 
 
 @dataclasses.dataclass
@@ -46,6 +47,10 @@ class TransformerConfig:
     use_bias: bool = True
     share_embeddings: bool = False
     tie_output: bool = False
+
+    def __post_init__(self):
+        # The same rules as the command line (SettingError names the setting, the value and what is allowed).
+        check_model(self.to_dict())
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -2,11 +2,13 @@
 
 * `checkpoint`: resumable mid-epoch checkpoints (`checkpoint/` in a run directory while training runs).
 * `lock`: one writer per run directory (`RunLock`).
+* `directory`: whether `train` may write a directory, resume it or (with `overwrite`) start it afresh.
 """
 
 from keras_transformer.runs.checkpoint import CHECKPOINT_DIR
 from keras_transformer.runs.checkpoint import CheckpointError
 from keras_transformer.runs.checkpoint import ResumableCheckpoint
+from keras_transformer.runs.checkpoint import TrainingDivergedError
 from keras_transformer.runs.checkpoint import load_checkpoint_state
 from keras_transformer.runs.checkpoint import remove_checkpoint
 from keras_transformer.runs.checkpoint import restore_checkpoint
@@ -17,6 +19,7 @@ __all__ = [
     "CHECKPOINT_DIR",
     "CheckpointError",
     "ResumableCheckpoint",
+    "TrainingDivergedError",
     "RunLock",
     "RunLockedError",
     "load_checkpoint_state",

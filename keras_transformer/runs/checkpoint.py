@@ -22,6 +22,9 @@ import shutil
 import keras
 import numpy as np
 
+from keras_transformer.atomic import atomic_path
+from keras_transformer.atomic import write_json
+
 CHECKPOINT_DIR = "checkpoint"
 STATE_FILE = "checkpoint.json"
 
@@ -30,17 +33,13 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed from (damaged, or written by a different model)."""
 
 
+class TrainingDivergedError(ValueError):
+    """The loss or the weights became NaN or infinite; nothing non-finite was saved."""
+
+
 def _checkpoint_dir(run_dir):
     return os.path.join(run_dir, CHECKPOINT_DIR)
 
-
-def _write_json_atomically(path, value):
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
 
 
 class ResumableCheckpoint(keras.callbacks.Callback):
@@ -111,16 +110,21 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             variable.assign(keras.ops.convert_to_numpy(variable) + np.asarray(value, dtype=variable.dtype))
 
     def _save(self, epoch, batch):
+        # Never a checkpoint of broken weights: the last good one stays the one a re-run resumes from.
+        for variable in self.model.trainable_variables:
+            if not np.all(np.isfinite(keras.ops.convert_to_numpy(variable))):
+                raise TrainingDivergedError(f"the weights became NaN or infinite ({variable.path}) before the "
+                                            "checkpoint " + (f"after epoch {epoch}" if not batch else
+                                                             f"at epoch {epoch + 1}, batch {batch}"))
         self.saved.append((epoch, batch))
         directory = _checkpoint_dir(self.run_dir)
         os.makedirs(directory, exist_ok=True)
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         name = f"step-{step}.weights.h5"
-        temporary = os.path.join(directory, f"tmp-{os.getpid()}-{name}")
-        self.model.save_weights(temporary)
-        os.replace(temporary, os.path.join(directory, name))
+        with atomic_path(os.path.join(directory, name)) as temporary:
+            self.model.save_weights(temporary)
         metrics = [keras.ops.convert_to_numpy(v).tolist() for v in self.model.metrics_variables] if batch else None
-        _write_json_atomically(os.path.join(directory, STATE_FILE),
+        write_json(os.path.join(directory, STATE_FILE),
                                {"epoch": epoch, "batch": batch, "step": step, "weights": name, "metrics": metrics})
         for old in os.listdir(directory):  # the previous checkpoint, and leftovers of killed writes
             if old != name and old != STATE_FILE:
@@ -163,6 +167,9 @@ def restore_checkpoint(model, state):
         model.optimizer.build(model.trainable_variables)
     try:
         model.load_weights(state["path"])
+    except (OSError, TypeError) as error:  # h5py: a truncated or damaged file
+        raise CheckpointError(f"{state['path']}: cannot be read (damaged or truncated?): {error}; remove "
+                              f"{os.path.dirname(state['path'])} to start the run afresh") from None
     except (ValueError, KeyError) as error:
         raise CheckpointError(f"{state['path']} does not fit this model (were the model settings changed since "
                               f"the run started?): {error}") from None

@@ -10,6 +10,7 @@ import importlib
 
 _LAZY = {
     "BestModelCheckpoint": "keras_transformer.training.callbacks",
+    "LastModelCheckpoint": "keras_transformer.training.callbacks",
     "FitCosineToBudget": "keras_transformer.training.callbacks",
     "HistoryLogger": "keras_transformer.training.callbacks",
     "TimeBudget": "keras_transformer.training.callbacks",

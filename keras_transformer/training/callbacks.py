@@ -1,6 +1,7 @@
 """Callbacks for a training run: checkpoints, resumable backups, TensorBoard, early stopping, history logs."""
 
 import csv
+import io
 import json
 import math
 import os
@@ -9,33 +10,97 @@ import time
 
 import keras
 
+from keras_transformer.atomic import atomic_path
+from keras_transformer.atomic import write_json
+from keras_transformer.atomic import write_text
+from keras_transformer.runs.checkpoint import TrainingDivergedError
 
-class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
-    """`ModelCheckpoint(save_best_only=True)` that falls back to another metric when the monitored one is missing.
+
+class LastModelCheckpoint(keras.callbacks.Callback):
+    """Saves the whole model (`.keras`) at every epoch end, atomically (a temporary file renamed into place).
+
+    A process killed while saving leaves the previous epoch's file intact (`keras.callbacks.ModelCheckpoint` writes
+    the destination in place).
+
+    Args:
+        filepath: the `.keras` file.
+
+    Example:
+
+    >>> checkpoint = LastModelCheckpoint("run/last.keras")
+    """
+
+    def __init__(self, filepath):
+        super().__init__()
+        self.filepath = os.fspath(filepath)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._save()
+
+    def _save(self):
+        with atomic_path(self.filepath) as temporary:
+            self.model.save(temporary)
+
+
+class BestModelCheckpoint(LastModelCheckpoint):
+    """Saves the model when the monitored metric improves, atomically; falls back to another metric when missing.
 
     Training without validation data has no `val_loss`; rather than never saving, this monitors `fallback`
-    (`"loss"`) in that case.
+    (`"loss"`) in that case. A metric that is not finite never counts as an improvement.
 
     Args:
         filepath: where to save the best model (`.keras`).
-        monitor: metric to monitor, e.g. `"val_loss"`.
+        monitor: metric to monitor, e.g. `"val_loss"` (lower is better; `*acc*`/`*accuracy*` higher is better).
         fallback: metric used when `monitor` is not in the epoch logs.
-        **kwargs: passed to `keras.callbacks.ModelCheckpoint`.
+        initial_value_threshold: a value to beat (the best before a resumed run), or `None`.
 
     Example:
 
     >>> checkpoint = BestModelCheckpoint("run/best.keras", monitor="val_loss")
     """
 
-    def __init__(self, filepath, monitor="val_loss", fallback="loss", **kwargs):
-        super().__init__(filepath, monitor=monitor, save_best_only=True, **kwargs)
+    def __init__(self, filepath, monitor="val_loss", fallback="loss", initial_value_threshold=None):
+        super().__init__(filepath)
+        self.monitor = monitor
         self.fallback = fallback
+        self.best = initial_value_threshold
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
         if self.monitor not in logs and self.fallback in logs:
             self.monitor = self.fallback
-        super().on_epoch_end(epoch, logs)
+        value = logs.get(self.monitor)
+        if value is None or not math.isfinite(float(value)):
+            return
+        value = float(value)
+        higher = "acc" in self.monitor
+        if self.best is None or (value > self.best if higher else value < self.best):
+            self.best = value
+            self._save()
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops training with `TrainingDivergedError` as soon as the loss is NaN or infinite.
+
+    Unlike `keras.callbacks.TerminateOnNaN` it raises, so that no later callback saves the broken weights: the
+    run's last checkpoint (written before the loss broke) stays the one to resume from. Put it first.
+
+    Example:
+
+    >>> guard = StopOnNonFiniteLoss()
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise TrainingDivergedError(f"the loss became {float(loss)} at epoch {self.epoch + 1}, batch {batch + 1}")
 
 
 def _clock():
@@ -103,18 +168,16 @@ class HistoryLogger(keras.callbacks.Callback):
         directory = os.path.dirname(self.json_path)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        temporary = self.json_path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump({"epochs": records}, f, indent=1)
-        os.replace(temporary, self.json_path)
+        write_json(self.json_path, {"epochs": records}, indent=1)
         if self.csv_path:
             keys = []
             for record in records:
                 keys.extend(k for k in record if k not in keys)
-            with open(self.csv_path, "w", newline="", encoding="utf-8") as f:
-                writer = csv.DictWriter(f, fieldnames=keys)
-                writer.writeheader()
-                writer.writerows(records)
+            table = io.StringIO(newline="")
+            writer = csv.DictWriter(table, fieldnames=keys)
+            writer.writeheader()
+            writer.writerows(records)
+            write_text(self.csv_path, table.getvalue())
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -404,7 +467,7 @@ def make_callbacks(
                 os.path.join(output_dir, "best.keras"), monitor=monitor, initial_value_threshold=best_so_far
             )
         )
-        callbacks.append(keras.callbacks.ModelCheckpoint(os.path.join(output_dir, "last.keras")))
+        callbacks.append(LastModelCheckpoint(os.path.join(output_dir, "last.keras")))
     if history:
         callbacks.append(
             HistoryLogger(history_path, os.path.join(output_dir, "history.csv"), resume_epoch=resume_epoch)

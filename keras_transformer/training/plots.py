@@ -2,6 +2,8 @@
 
 import os
 
+from keras_transformer.atomic import atomic_path
+
 
 def plot_history(history, path, title=None):
     """Draws loss and accuracy curves of a training run into a PNG file.
@@ -55,5 +57,6 @@ def plot_history(history, path, title=None):
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
-    figure.savefig(path, format="png")
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png")
     return path

@@ -15,11 +15,11 @@ import contextlib
 import ctypes
 import dataclasses
 import gc
-import json
 import os
 import shutil
 import tempfile
 import time
+import warnings
 
 import keras
 import numpy as np
@@ -37,16 +37,26 @@ from keras_transformer.runs import RunLock
 from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
 from keras_transformer.runs import restore_checkpoint
+from keras_transformer.runs.directory import check_output_path
+from keras_transformer.runs.directory import check_resume_settings
+from keras_transformer.runs.directory import prepare_run_directory
+from keras_transformer.runs.directory import read_run_config
+from keras_transformer.atomic import atomic_path
+from keras_transformer.atomic import write_json
 from keras_transformer.training.callbacks import load_history
+from keras_transformer.training.callbacks import StopOnNonFiniteLoss
 from keras_transformer.training.callbacks import make_callbacks
+from keras_transformer.runs import TrainingDivergedError
 from keras_transformer.training.distribution import DistributionConfig
 from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
-from keras_transformer.training.schedule import SCHEDULES
 from keras_transformer.training.schedule import make_optimizer
 from keras_transformer.training.schedule import make_schedule
+from keras_transformer.validation import check_settings
+from keras_transformer.validation import check_training
+from keras_transformer.validation import load_settings_file  # noqa: F401 - re-exported (used to live here)
 
 
 @dataclasses.dataclass
@@ -74,41 +84,21 @@ class TrainingConfig:
     vocab_sample: int = 200_000
     shuffle_buffer: int = 100_000
 
+    def __post_init__(self):
+        check_training(dataclasses.asdict(self))
+
 
 MODEL_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
 TRAINING_FIELDS = {f.name for f in dataclasses.fields(TrainingConfig)}
 
 
 def split_settings(settings):
-    """Split a flat settings dict (CLI flags or a config file) into model and training settings."""
-    settings = {k.replace("-", "_"): v for k, v in settings.items() if v is not None}
-    unknown = sorted(set(settings) - MODEL_FIELDS - TRAINING_FIELDS)
-    if unknown:
-        raise ValueError(
-            f"Unknown settings {unknown}. Model settings: {sorted(MODEL_FIELDS)}; "
-            f"training settings: {sorted(TRAINING_FIELDS)}."
-        )
-    model = {k: v for k, v in settings.items() if k in MODEL_FIELDS}
-    training = {k: v for k, v in settings.items() if k in TRAINING_FIELDS}
-    return model, training
+    """Split a flat settings dict (CLI flags or a config file) into model and training settings, checked.
 
-
-def load_settings_file(path):
-    """Read a flat settings file, JSON (`.json`) or YAML (`.yaml`/`.yml`)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        if path.endswith((".yaml", ".yml")):
-            import yaml
-
-            values = yaml.safe_load(text) or {}
-        else:
-            values = json.loads(text)
-    except Exception as error:  # noqa: BLE001 - reported with the file name
-        raise ValueError(f"{path}: not a valid {'YAML' if path.endswith(('.yaml', '.yml')) else 'JSON'} file: {error}") from None
-    if not isinstance(values, dict):
-        raise ValueError(f"{path}: expected a mapping of setting names to values, got {type(values).__name__}.")
-    return values
+    Raises:
+        SettingError: (a `ValueError`) naming the setting, the value and what is allowed.
+    """
+    return check_settings(settings)
 
 
 class WeightAveraging(keras.callbacks.Callback):
@@ -157,9 +147,12 @@ def compile_model(model, model_config, training_config, schedule):
 
 
 def _save_tokenizers(directory, source, target):
-    source.save(os.path.join(directory, "tokenizers", "source"))
-    if target is not source:
-        target.save(os.path.join(directory, "tokenizers", "target"))
+    # Both tokenizers are written into a temporary directory renamed into place: a run killed while saving them
+    # has either no `tokenizers/` (and trains them again) or a complete one.
+    with atomic_path(os.path.join(directory, "tokenizers")) as temporary:
+        source.save(os.path.join(temporary, "source"))
+        if target is not source:
+            target.save(os.path.join(temporary, "target"))
 
 
 def load_tokenizers(directory):
@@ -178,6 +171,7 @@ def train(
     verbose=1,
     distribution=None,
     callbacks=None,
+    overwrite=False,
 ):
     """Train tokenizers and a Transformer on a parallel corpus and write a run directory.
 
@@ -197,16 +191,21 @@ def train(
         verbose: 0 silent, 1 progress bars and summaries, 2 one line per epoch.
         distribution: a `DistributionConfig` (several devices or hosts); `None` trains on one device.
         callbacks: extra Keras callbacks, called after the run's own (checkpoints, history, budget).
+        overwrite: train from scratch even where `output_dir` holds a finished or started run (its files are
+            removed first). Without it a finished run is refused, and a started one resumes.
+
+    Raises:
+        SettingError: a setting outside what is allowed (before any work starts).
+        RunDirectoryError: an `output_dir` that is a file or something else's directory, a finished run without
+            `overwrite`, or a started run with other settings.
+        TrainingDivergedError: the loss became NaN or infinite; the last good checkpoint is kept.
 
     Returns:
         A `Run`.
     """
-    training_config = TrainingConfig(**(training_settings or {}))
-    if training_config.decay not in SCHEDULES:
-        raise ValueError(f"Unknown learning-rate decay {training_config.decay!r}: expected one of {SCHEDULES}.")
-    if training_config.checkpoint_every is not None and training_config.checkpoint_every < 1:
-        raise ValueError("checkpoint_every must be a positive number of batches, got "
-                         f"{training_config.checkpoint_every}")
+    # Every setting is checked before any work starts (SettingError names the setting, the value, the rule).
+    model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
+    training_config = TrainingConfig(**checked_training)
     distribution = distribution or DistributionConfig()
     if distribution.mode == "multi-host" and training_config.max_minutes is not None:
         raise ValueError("max_minutes is not supported with --distribute multi-host: each process would time "
@@ -214,14 +213,18 @@ def train(
     placement = setup_distribution(distribution)  # first: it configures devices before TensorFlow runs an op
     writer = placement.is_chief
     verbose = verbose if writer else 0
-    model_settings = dict(model_settings or {})
     if writer:
-        os.makedirs(output_dir, exist_ok=True)
+        check_output_path(output_dir)
     # One writer per run directory (a second train on the same output stops at once); released however
     # this process ends.
     with contextlib.ExitStack() as scratch:
         if writer:
             scratch.enter_context(RunLock(output_dir))
+            if prepare_run_directory(output_dir, overwrite=overwrite) == "resume":
+                saved = read_run_config(output_dir)["model"]
+                check_resume_settings(output_dir, TransformerConfig(
+                    src_vocab_size=saved["src_vocab_size"], tgt_vocab_size=saved["tgt_vocab_size"],
+                    **model_settings).to_dict(), dataclasses.asdict(training_config))
         keras.utils.set_random_seed(training_config.seed)
         if verbose and distribution.mode:
             print(f"Distributed training: {placement.description}")
@@ -247,6 +250,7 @@ def train(
                 _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
             if verbose:
                 print(f"Tokenizers trained in {time.time() - start:.1f} s")
+            _tell_vocabulary_size(training_config.vocab_size, source_tokenizer, target_tokenizer)
         # The vocabulary sample (up to `vocab_sample` pairs of Python strings) is not needed any more; when the
         # caller kept no reference to it (the CLI does not), its memory goes back before the model takes its own.
         source = dataclasses.replace(source, vocabulary_sample=None)
@@ -262,9 +266,8 @@ def train(
             **model_settings,
         )
         if writer:
-            with open(os.path.join(output_dir, "config.json"), "w", encoding="utf-8") as f:
-                json.dump({"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}, f,
-                          indent=2)
+            write_json(os.path.join(output_dir, "config.json"),
+                       {"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)})
 
         batching = dict(
             batch_size=training_config.batch_size,
@@ -339,6 +342,7 @@ def train(
             steps_per_epoch=steps,
             max_epochs=training_config.epochs,
         )
+        callbacks.insert(0, StopOnNonFiniteLoss())  # first: nothing after it sees (or saves) a NaN loss's weights
         callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
         averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
         if averaging is not None:
@@ -360,16 +364,19 @@ def train(
             if exact and not training_config.steps_per_epoch:
                 # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
                 dataset = with_known_length(train_ds, epoch_steps)
-            model.fit(
-                dataset,
-                validation_data=val_ds,
-                epochs=last_epoch,
-                initial_epoch=first_epoch,
-                steps_per_epoch=training_config.steps_per_epoch,
-                callbacks=callbacks,
-                shuffle=False,  # the tf.data pipeline shuffles
-                verbose=verbose,
-            )
+            try:
+                model.fit(
+                    dataset,
+                    validation_data=val_ds,
+                    epochs=last_epoch,
+                    initial_epoch=first_epoch,
+                    steps_per_epoch=training_config.steps_per_epoch,
+                    callbacks=callbacks,
+                    shuffle=False,  # the tf.data pipeline shuffles
+                    verbose=verbose,
+                )
+            except TrainingDivergedError as error:
+                raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
         elapsed = time.time() - start
         _save_model_atomically(model, os.path.join(callback_dir, "model.keras"))
         if writer:
@@ -409,9 +416,42 @@ def _release_freed_memory():
 
 
 def _save_model_atomically(model, path):
-    temporary = os.path.join(os.path.dirname(path), f"tmp-{os.getpid()}-{os.path.basename(path)}")
-    model.save(temporary)
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:
+        model.save(temporary)
+
+
+def _diverged_message(error, output_dir, checkpoint):
+    kept = checkpoint.saved[-1] if checkpoint.saved else None
+    if kept is None and checkpoint.resume_state is not None:
+        kept = (checkpoint.resume_state["epoch"], checkpoint.resume_state["batch"])
+    at = f"end of epoch {kept[0]}" if kept and not kept[1] else f"epoch {kept[0] + 1}, batch {kept[1]}" if kept else ""
+    where = (f"the last good checkpoint ({at}) is kept in "
+             f"{output_dir}/checkpoint; lower --lr-scale or set clipnorm and re-run the same command to resume "
+             "from it" if kept else "no checkpoint had been written yet; lower --lr-scale or set clipnorm and "
+             "re-run")
+    return f"training stopped: {error}; nothing non-finite was saved: {where}"
+
+
+def _tell_vocabulary_size(asked, source, target):
+    """Warns when a learned vocabulary is far from `vocab_size` (the learner lands within 5% below it)."""
+    sizes = {"source": source.vocab_size} if source is target else {"source": source.vocab_size,
+                                                                     "target": target.vocab_size}
+    for side, size in sizes.items():
+        if size > asked:
+            warnings.warn(f"vocab_size = {asked}: the {side} vocabulary has {size} tokens, more than asked, because "
+                          "every character of the corpus needs a token of its own", VocabularySizeWarning,
+                          stacklevel=3)
+        elif size < 0.95 * asked:
+            warnings.warn(f"vocab_size = {asked}: the {side} vocabulary has only {size} tokens; the corpus supports "
+                          "no more pieces seen at least twice", VocabularySizeWarning, stacklevel=3)
+
+
+class VocabularySizeWarning(UserWarning):
+    """A learned vocabulary is larger or much smaller than `vocab_size` asked for."""
+
+
+class RunFileError(ValueError):
+    """A file of a run directory that is there but cannot be read (the message names it)."""
 
 
 def load_run(directory):
@@ -424,10 +464,13 @@ def load_run(directory):
                 f"{directory} is not a keras-transformer run directory: {path} is missing "
                 "(expected what `keras-transformer train` writes)."
             )
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
-
-    model = keras.saving.load_model(model_path, compile=False)
+    config = read_run_config(directory)
+    try:
+        model = keras.saving.load_model(model_path, compile=False)
+    except Exception as error:  # noqa: BLE001 - zip, HDF5 and Keras errors alike mean a damaged file
+        text = str(error).strip().splitlines()
+        raise RunFileError(f"{model_path}: cannot be loaded (damaged or truncated?): {type(error).__name__}: "
+                           f"{text[0][:200] if text else ''}") from None
     source, target = load_tokenizers(directory)
     return Run(
         model,

@@ -96,7 +96,7 @@ def test_make_callbacks_contents(tmp_path):
     callbacks = make_callbacks(tmp_path, patience=2)
     kinds = [type(c).__name__ for c in callbacks]
     assert kinds[0] == "BackupAndRestore"
-    assert {"BestModelCheckpoint", "ModelCheckpoint", "HistoryLogger", "TensorBoard", "EarlyStopping"} <= set(kinds)
+    assert {"BestModelCheckpoint", "LastModelCheckpoint", "HistoryLogger", "TensorBoard", "EarlyStopping"} <= set(kinds)
     minimal = make_callbacks(tmp_path, tensorboard=False, backup=False)
     assert "BackupAndRestore" not in {type(c).__name__ for c in minimal}
     assert "EarlyStopping" not in {type(c).__name__ for c in minimal}
