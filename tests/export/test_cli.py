@@ -54,3 +54,39 @@ def test_default_destination_is_under_saved_models(tmp_path, monkeypatch, capsys
     assert default_saved_model_path("saved_models/quickstart") == os.path.join("saved_models", "quickstart_saved_model")
     assert cli.main(["export", "runs/x", "--saved-model", "runs/x/"]) == 2
     assert "would overwrite the run directory" in capsys.readouterr().err
+
+
+def test_export_refuses_an_existing_destination_unless_overwrite(run_dir, exported, tmp_path, capsys):
+    import shutil
+
+    pb = os.path.join(exported["saved_model"], "saved_model.pb")
+    before = os.path.getmtime(pb)
+    assert cli.main(["export", run_dir, "--saved-model", exported["saved_model"]]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert cli.main(["export", run_dir, "--saved-model", str(tmp_path / "new"), "--tflite", exported["tflite"]]) == 2
+    assert "tiny.tflite: exists; pass --overwrite" in capsys.readouterr().err
+    assert os.path.getmtime(pb) == before and not (tmp_path / "new").exists()
+    again = tmp_path / "again"
+    shutil.copytree(exported["saved_model"], again)
+    (again / "stale.txt").write_text("from an older export")
+    assert cli.main(["export", run_dir, "--saved-model", str(again), "--overwrite"]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["again"]  # no temporary left beside it
+    assert not (again / "stale.txt").exists() and (again / "saved_model.pb").exists()  # replaced whole
+
+
+def test_a_damaged_saved_model_is_named(exported, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(exported["saved_model"], damaged)
+    pb = damaged / "saved_model.pb"
+    pb.write_bytes(pb.read_bytes()[: pb.stat().st_size // 2])
+    _stdin(monkeypatch, ["hello"])
+    assert cli.main(["translate", str(damaged)]) == 2
+    assert f"{damaged}: not a SavedModel that loads" in capsys.readouterr().err
+
+
+def test_translate_stdin_that_is_not_utf8_names_the_line(exported, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fine\nbad \xff\n")))
+    assert cli.main(["translate", exported["saved_model"]]) == 2
+    assert "<stdin>:2: expected UTF-8 text, found the byte 0xff" in capsys.readouterr().err
