@@ -14,7 +14,7 @@ Example:
 >>> check_settings({"num_layers": -1})
 Traceback (most recent call last):
 ...
-keras_transformer.validation.SettingError: num_layers (--num-layers) = -1: must be an integer >= 1
+keras_transformer.validation.SettingError: num_layers (--num-layers) = -1: must be an integer >= 1 and <= 1000
 """
 
 import math

@@ -97,3 +97,14 @@ def test_cli_refuses_bad_flags_before_importing_tensorflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["2", "False"]
     assert "num_layers (--num-layers) = -1" in out.stderr
+
+
+def test_module_examples_run():
+    import doctest
+
+    import keras_transformer.atomic
+    import keras_transformer.validation
+
+    for module in (keras_transformer.validation, keras_transformer.atomic):
+        results = doctest.testmod(module)
+        assert results.attempted > 0 and results.failed == 0, module.__name__

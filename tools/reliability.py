@@ -566,8 +566,9 @@ def _(ctx):
     code = f"""
 import sys
 sys.path = [p for p in sys.path if p not in ('', {ROOT!r})]
-import numpy as np, tensorflow as tf, tensorflow_text
-interpreter = tf.lite.InterpreterWithCustomOps(
+import numpy as np, tensorflow_text
+from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+interpreter = InterpreterWithCustomOps(
     custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS, model_path={ctx.tflite!r})
 runner = interpreter.get_signature_runner('serving_default')
 inputs = {_ARTIFACT_INPUTS}
@@ -673,6 +674,7 @@ def _check_run_files(output):
     problems = []
     code = f"""
 import json, os, sys, keras
+import keras_transformer.models  # registers the layers for loading
 from keras_transformer.data.tokenizer import SubwordTokenizer
 run = {output!r}
 for name in ("model.keras", "best.keras", "last.keras"):

@@ -88,6 +88,12 @@ def _learnable(word):
     return not any(unicodedata.category(c) in ("Cc", "Cs") or c == "\ufeff" for c in word)
 
 
+def is_blank(text):
+    """Whether `text` holds no word for FastWordpiece: whitespace as it sees it only (Python's `str.strip` also
+    removes U+001C..U+001F, which FastWordpiece keeps as word characters)."""
+    return all(_char_class(c) == _SPACE for c in text)
+
+
 def split_words(text):
     """Splits text into words exactly as FastWordpiece's end-to-end mode does before cutting pieces.
 

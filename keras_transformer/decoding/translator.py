@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from keras_transformer.data.tokenizer import is_blank
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.models import TransformerParts
@@ -84,7 +85,8 @@ class Translator:
 
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
         outputs = [""] * len(texts)
-        todo = [i for i, t in enumerate(texts) if t.strip()]
+        # Blank as the exported graph sees it (FastWordpiece's whitespace), so both give the same outputs.
+        todo = [i for i, t in enumerate(texts) if not is_blank(t)]
         rows = dict(zip(todo, tokenize_rows(self.source_tokenizer, [texts[i] for i in todo])))  # tokenized once
         order = sorted(todo, key=lambda i: len(rows[i]))  # stable: equal lengths keep their order
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None

@@ -2,6 +2,8 @@
 
 import os
 
+from keras_transformer.atomic import clean_temporaries
+
 from keras_transformer.export.saved_model import directory_size, export_saved_model
 from keras_transformer.export.tflite import export_tflite
 from keras_transformer.export.translator_module import TranslatorModule
@@ -72,6 +74,9 @@ def export_run(
             raise FileExistsError(f"{path}: is a directory; --tflite names the .tflite file to write")
     if saved_model and os.path.lexists(saved_model) and not os.path.isdir(saved_model):
         raise FileExistsError(f"{saved_model}: is a file; --saved-model names the directory to write")
+    for path in (saved_model, tflite):
+        if path:  # what an export killed earlier left beside its destination (never a live process's)
+            clean_temporaries(os.path.dirname(os.path.abspath(path)))
     run = load_run(run_dir)
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty)
     if verbose:
