@@ -1,5 +1,15 @@
 """keras-transformer: encoder-decoder Transformers for Keras 3 that train, decode fast and deploy.
 
+The public API, from text to a deployed model:
+
+    tokenizers   SubwordTokenizer, train_tokenizers, read_parallel_corpus
+    layers       PositionalEmbedding, MultiHeadAttention, TransformerEncoder, TransformerDecoder (and `layers`)
+    model        build_transformer, TransformerConfig
+    decoding     Translator, greedy_decode, beam_search
+    runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
+    task         TransformerSeq2SeqLM (generate, save_to_preset, from_preset: keras-hub's preset layout)
+    export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator
+
 The top-level names load on first use, so that `import keras_transformer` (and the command line's `--help` and
 setting checks) does not import Keras: a multi-host run must choose the JAX backend before Keras is imported.
 """
@@ -9,12 +19,39 @@ import importlib
 __version__ = "0.1.0"
 
 _LAZY = {
+    # Layers and the model
     "layers": ("keras_transformer.layers", None),
+    "PositionalEmbedding": ("keras_transformer.layers", "PositionalEmbedding"),
+    "MultiHeadAttention": ("keras_transformer.layers", "MultiHeadAttention"),
+    "TransformerEncoder": ("keras_transformer.layers", "TransformerEncoder"),
+    "TransformerDecoder": ("keras_transformer.layers", "TransformerDecoder"),
     "TransformerConfig": ("keras_transformer.models", "TransformerConfig"),
     "build_transformer": ("keras_transformer.models", "build_transformer"),
+    # Text
+    "SubwordTokenizer": ("keras_transformer.data.tokenizer", "SubwordTokenizer"),
+    "train_tokenizers": ("keras_transformer.data.tokenizer", "train_tokenizers"),
+    "read_parallel_corpus": ("keras_transformer.data.corpus", "read_parallel_corpus"),
+    # Decoding
+    "Translator": ("keras_transformer.decoding.translator", "Translator"),
+    "greedy_decode": ("keras_transformer.decoding", "greedy_decode"),
+    "beam_search": ("keras_transformer.decoding", "beam_search"),
+    # Runs and training
+    "TrainingConfig": ("keras_transformer.runs.config", "TrainingConfig"),
+    "Run": ("keras_transformer.runs.run", "Run"),
+    "load_run": ("keras_transformer.runs.run", "load_run"),
+    "train": ("keras_transformer.training.trainer", "train"),
+    "check_settings": ("keras_transformer.validation", "check_settings"),
+    "SettingError": ("keras_transformer.validation", "SettingError"),
+    "TransformerSeq2SeqLM": ("keras_transformer.tasks", "TransformerSeq2SeqLM"),
+    # Export
+    "export_run": ("keras_transformer.export.exporter", "export_run"),
+    "export_saved_model": ("keras_transformer.export.saved_model", "export_saved_model"),
+    "export_tflite": ("keras_transformer.export.tflite", "export_tflite"),
+    "SavedModelTranslator": ("keras_transformer.export.saved_model", "SavedModelTranslator"),
+    "TFLiteTranslator": ("keras_transformer.export.tflite", "TFLiteTranslator"),
 }
 
-__all__ = ["TransformerConfig", "__version__", "build_transformer", "layers"]
+__all__ = sorted(["__version__", *_LAZY])
 
 
 def __getattr__(name):

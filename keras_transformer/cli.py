@@ -5,15 +5,16 @@ Every subcommand has `--help`. Heavy imports (TensorFlow) happen only inside the
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_transformer.validation import check_settings  # noqa: E402 - no TensorFlow import
+from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS  # noqa: E402 - no TensorFlow import
+from keras_transformer.validation import check_settings  # noqa: E402
 from keras_transformer.validation import load_settings_file  # noqa: E402
 
-DEFAULT_SAVED_MODELS = "saved_models"
 
 # Flags shared by `train` and `quickstart`; their dest names are TransformerConfig/TrainingConfig fields.
 MODEL_FLAGS = [
@@ -126,13 +127,17 @@ def cmd_train(args):
 
 
 def _load_translator(path):
-    """A translator for a run directory (from `train`) or an exported SavedModel directory."""
+    """A translator for a run directory (from `train`), a preset or an exported SavedModel directory."""
+    if os.path.exists(os.path.join(path, "task.json")):
+        from keras_transformer.tasks import TransformerSeq2SeqLM
+
+        return TransformerSeq2SeqLM.from_preset(path)
     if os.path.exists(os.path.join(path, "saved_model.pb")):
         from keras_transformer.export.saved_model import SavedModelTranslator
 
         return SavedModelTranslator(path)
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.training.trainer import load_run
+    from keras_transformer.runs.run import load_run
 
     run = load_run(path)
     return Translator(run.model, run.source_tokenizer, run.target_tokenizer)
@@ -202,8 +207,21 @@ def cmd_quickstart(args):
 
 
 def cmd_export(args):
-    from keras_transformer.export.cli import export_run
+    from keras_transformer.export.exporter import export_run
 
+    if args.preset:
+        from keras_transformer.tasks import TransformerSeq2SeqLM
+
+        if os.path.lexists(args.preset) and not args.overwrite:
+            raise FileExistsError(f"{args.preset}: exists; pass --overwrite to replace it with the new preset")
+        sampler = {"class_name": "BeamSampler", "config": {"num_beams": args.beam_size}} if args.beam_size > 1 \
+            else "greedy"
+        task = TransformerSeq2SeqLM.from_run(args.run_dir, sampler=sampler, max_length=args.max_length)
+        task.save_to_preset(args.preset, overwrite=args.overwrite)
+        print(f"Wrote the preset {args.preset} (keras-hub layout). Try: echo 'a sentence' | keras-transformer "
+              f"translate {args.preset}")
+        if not (args.saved_model or args.tflite):
+            return 0
     export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
                max_length=args.max_length, tflite_quantize=args.tflite_quantize, overwrite=args.overwrite)
     return 0
@@ -229,8 +247,11 @@ def build_parser():
         description="Train, run and export encoder-decoder Transformers (Keras 3 on TensorFlow).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true",
+                        help="also show TensorFlow's native start-up log lines (absl, oneDNN, CUDA)")
 
-    p = sub.add_parser("train", help="train tokenizers and a model on a parallel corpus",
+    p = sub.add_parser("train", parents=[common], help="train tokenizers and a model on a parallel corpus",
                        description="Train subword tokenizers and a Transformer on a parallel corpus "
                                    "(one sentence per line, .gz accepted) and write them under --output.")
     p.add_argument("--src", required=True, nargs="+", metavar="FILE",
@@ -261,15 +282,15 @@ def build_parser():
         p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
         p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
 
-    p = sub.add_parser("translate", help="translate stdin to stdout",
+    p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")
-    p.add_argument("model", help="run directory (from `train`) or exported SavedModel directory")
+    p.add_argument("model", help="run directory (from `train`), preset (`export --preset`) or exported SavedModel")
     add_decoding_flags(p)
     p.add_argument("--plot-attention", metavar="FILE.png",
                    help="also save a heat map of the cross-attention for the first sentence")
     p.set_defaults(func=cmd_translate)
 
-    p = sub.add_parser("evaluate", help="sacreBLEU and chrF on a test set",
+    p = sub.add_parser("evaluate", parents=[common], help="sacreBLEU and chrF on a test set",
                        description="Translate --src and score against --ref with sacreBLEU (cased, detokenized; "
                                    "also lowercased) and chrF.")
     p.add_argument("model", help="run directory or exported SavedModel directory")
@@ -279,12 +300,15 @@ def build_parser():
     add_decoding_flags(p)
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("export", help="export a run as a SavedModel (and TFLite)",
+    p = sub.add_parser("export", parents=[common], help="export a run as a SavedModel (and TFLite)",
                        description="Export a trained run as a string-to-string SavedModel, and optionally TFLite.")
     p.add_argument("run_dir", help="run directory written by `train`")
     p.add_argument("--saved-model", default=None,
                    help=f"output SavedModel directory (default {DEFAULT_SAVED_MODELS}/<run name>)")
     p.add_argument("--tflite", default=None, help="also write a TFLite model to this file")
+    p.add_argument("--preset", default=None, metavar="DIR",
+                   help="write a keras-hub style preset (TransformerSeq2SeqLM.from_preset loads it; translate takes "
+                        "it); alone, no SavedModel is written")
     p.add_argument("--tflite-quantize", choices=["float16", "dynamic_range"], default=None,
                    help="TFLite weights in float16 (half the weight bytes) or int8 (dynamic range)")
     p.add_argument("--beam-size", type=positive_int, default=1, help="decoding of the serving signature")
@@ -292,13 +316,13 @@ def build_parser():
     p.add_argument("--overwrite", action="store_true", help="replace an existing SavedModel / TFLite file")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("plot", help="plot training curves of a run",
+    p = sub.add_parser("plot", parents=[common], help="plot training curves of a run",
                        description="Plot loss/accuracy curves from RUN_DIR/history.json to a PNG.")
     p.add_argument("run_dir")
     p.add_argument("--output", help="PNG path (default RUN_DIR/history.png)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("quickstart", help="the main job on the embedded data (no download)",
+    p = sub.add_parser("quickstart", parents=[common], help="the main job on the embedded data (no download)",
                        description="Train on a built-in synthetic date-translation corpus (spelled-out English "
                                    "dates -> ISO dates), report held-out exact match and show translations.")
     p.add_argument("--output", default=os.path.join(DEFAULT_SAVED_MODELS, "quickstart"))
@@ -309,6 +333,32 @@ def build_parser():
     _add_settings_flags(p)
     p.set_defaults(func=cmd_quickstart)
     return parser
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Points file descriptor 2 at /dev/null: TensorFlow's C++ libraries log there at load time (absl lines about
+    oneDNN, CUDA and CPU features) whatever TF_CPP_MIN_LOG_LEVEL says. Python's own stderr is restored before any
+    error is reported."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _import_tensorflow(quiet):
+    """Loads TensorFlow and tensorflow-text (all their native libraries) up front, silenced unless `--verbose`."""
+    if "tensorflow" in sys.modules or not quiet:
+        return
+    with _native_stderr_silenced():
+        import tensorflow  # noqa: F401
+        import tensorflow_text  # noqa: F401
 
 
 def main(argv=None):
@@ -329,6 +379,13 @@ def main(argv=None):
     default_showwarning = warnings.showwarning
     warnings.showwarning = show_note
     try:
+        if args.command == "train":
+            # The distribution picks the Keras backend, which must be set before TensorFlow (which imports Keras).
+            from keras_transformer.training.distribution import set_backend_for
+
+            set_backend_for(_distribution_config(args).mode)
+        if args.command != "plot":
+            _import_tensorflow(quiet=not args.verbose)
         return args.func(args)
     except (ValueError, OSError) as error:
         # Every error the package raises for bad input or a bad file names the input (one line, no traceback).

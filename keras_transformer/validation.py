@@ -22,7 +22,16 @@ import numbers
 
 
 class SettingError(ValueError):
-    """A setting with a value that is not allowed; the message names the setting, the value and the rule."""
+    """A setting with a value that is not allowed; the message names the setting, the value and the rule.
+
+    Example:
+
+    >>> try:
+    ...     check_settings({"dropout": 1.5})
+    ... except SettingError as error:
+    ...     print(error)
+    dropout (--dropout) = 1.5: must be a number >= 0 and < 1
+    """
 
 
 class _Rule:
@@ -208,6 +217,11 @@ def check_settings(settings):
     Raises:
         SettingError: an unknown setting, a value outside its rule, or settings that contradict each other
             (`share_embeddings` without `shared_vocab`, `d_model` not divisible by `num_heads`, ...).
+
+    Example:
+
+    >>> check_settings({"d-model": 256, "num_heads": 4, "epochs": 5, "clipnorm": None})
+    ({'d_model': 256, 'num_heads': 4}, {'epochs': 5})
     """
     if not isinstance(settings, dict):
         raise SettingError(f"settings must be a mapping of names to values, got {type(settings).__name__}")

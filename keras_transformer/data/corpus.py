@@ -221,9 +221,14 @@ def read_parallel_corpus(src_path, tgt_path, max_words=None):
 
     Example:
 
-    >>> corpus = read_parallel_corpus("train.de.gz", "train.en.gz", max_words=100)  # doctest: +SKIP
-    >>> print(corpus.summary())  # doctest: +SKIP
-    train.de.gz / train.en.gz: 29,000 sentence pairs
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for name, text in (("train.de", "Ein Hund.\\n\\nZwei Katzen.\\n"), ("train.en", "A dog.\\nNothing.\\nTwo cats.\\n")):
+    ...     with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+    ...         _ = f.write(text)
+    >>> corpus = read_parallel_corpus(os.path.join(folder, "train.de"), os.path.join(folder, "train.en"))
+    >>> list(corpus.sources), corpus.dropped_empty
+    (['Ein Hund.', 'Zwei Katzen.'], 1)
     """
     src_path, tgt_path = os.fspath(src_path), os.fspath(tgt_path)
     sources = read_lines(src_path)

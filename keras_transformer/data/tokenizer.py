@@ -2,7 +2,8 @@
 
 Tokenizing uses `tensorflow_text.FastWordpieceTokenizer` in end-to-end mode: it splits whitespace and
 punctuation itself, then cuts each word into vocabulary pieces (`"##"` marks a piece that continues a word).
-`split_words` reproduces that word splitting in Python so that the learned vocabulary fits what the tokenizer sees.
+`keras_transformer.data.words.split_words` reproduces that word splitting in Python so that the learned vocabulary
+fits what the tokenizer sees; `keras_transformer.data.vocabulary` learns the vocabulary and the flags below.
 
 Detokenizing must stay readable *and* convertible to TFLite without the Flex delegate (no regex or other string
 ops). FastWordpiece's own detokenizer joins every word with a space ("a t - shirt ."). While training we learn
@@ -22,201 +23,24 @@ pieces to the previous one.
 
 import collections
 import json
-import math
 import os
-import unicodedata
 
-import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from keras_transformer.data.corpus import as_corpus
+from keras_transformer.data.vocabulary import RESERVED_TOKENS
+from keras_transformer.data.vocabulary import SUFFIX_INDICATOR
+from keras_transformer.data.vocabulary import learn_attachment
+from keras_transformer.data.vocabulary import learn_wordpiece_vocabulary
+from keras_transformer.data.words import count_words
+from keras_transformer.data.words import is_blank  # noqa: F401 - re-exported
+from keras_transformer.data.words import split_words  # noqa: F401 - re-exported
 
-RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
-SUFFIX_INDICATOR = "##"
 _CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.txt"
 _FORMAT = "keras_transformer.SubwordTokenizer"
-
-# Whitespace as FastWordpiece's end-to-end pre-tokenizer sees it (checked code point by code point against
-# tensorflow-text 2.21: ASCII \t\n\v\f\r and space, U+0085, and the Unicode Zs/Zl/Zp categories).
-_EXTRA_WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85")
-# CJK ideographs are split one per word, like punctuation (the BERT convention).
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-_WORD, _SPACE, _SPLIT = 0, 1, 2
-_char_class_cache = {}
-
-
-def _char_class(char):
-    kind = _char_class_cache.get(char)
-    if kind is None:
-        code = ord(char)
-        category = unicodedata.category(char)
-        if char in _EXTRA_WHITESPACE or category in ("Zs", "Zl", "Zp"):
-            kind = _SPACE
-        elif (
-            33 <= code <= 47
-            or 58 <= code <= 64
-            or 91 <= code <= 96
-            or 123 <= code <= 126
-            or category.startswith("P")
-            or any(low <= code <= high for low, high in _CJK_RANGES)
-        ):
-            kind = _SPLIT
-        else:
-            kind = _WORD
-        _char_class_cache[char] = kind
-    return kind
-
-
-def _learnable(word):
-    """Whether a word may give vocabulary pieces: not if it holds a control character (NUL and the other Unicode
-    `Cc` ones that are not whitespace), a surrogate or a byte-order mark. Such words are left out of learning and
-    tokenize as `[UNK]`, in training and translation alike (FastWordpiece cannot hold a NUL in its vocabulary)."""
-    return not any(unicodedata.category(c) in ("Cc", "Cs") or c == "\ufeff" for c in word)
-
-
-def is_blank(text):
-    """Whether `text` holds no word for FastWordpiece: whitespace as it sees it only (Python's `str.strip` also
-    removes U+001C..U+001F, which FastWordpiece keeps as word characters)."""
-    return all(_char_class(c) == _SPACE for c in text)
-
-
-def split_words(text):
-    """Splits text into words exactly as FastWordpiece's end-to-end mode does before cutting pieces.
-
-    Whitespace separates words and is dropped; every punctuation character (ASCII punctuation and symbols, Unicode
-    `P*`) and CJK ideograph is a word of its own. Control characters (NUL, ...) are word characters here, as for
-    FastWordpiece; `count_words` leaves words holding them out of the vocabulary.
-
-    Args:
-        text: a Python string.
-
-    Returns:
-        The list of words.
-
-    Example:
-
-    >>> split_words("A man, in a t-shirt.")
-    ['A', 'man', ',', 'in', 'a', 't', '-', 'shirt', '.']
-    """
-    words = []
-    current = []
-    for char in text:
-        kind = _char_class(char)
-        if kind == _WORD:
-            current.append(char)
-            continue
-        if current:
-            words.append("".join(current))
-            current = []
-        if kind == _SPLIT:
-            words.append(char)
-    if current:
-        words.append("".join(current))
-    return words
-
-
-def count_words(texts, verbose=1):
-    """Counts the words of `texts` as split by `split_words`, with a progress bar.
-
-    Args:
-        texts: an iterable of Python strings (or bytes, decoded as UTF-8).
-        verbose: 0 silent, 1 a `keras.utils.Progbar`.
-
-    Returns:
-        A `collections.Counter` from word to count.
-
-    Example:
-
-    >>> count_words(["a cat.", "a dog."], verbose=0)["a"]
-    2
-    """
-    total = len(texts) if hasattr(texts, "__len__") else None
-    progbar = keras.utils.Progbar(total, verbose=verbose, unit_name="line") if verbose else None
-    # Whole lines are split once per distinct chunk between spaces: far fewer distinct chunks than characters.
-    chunk_counts = collections.Counter()
-    seen = 0
-    for text in texts:
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        chunk_counts.update(text.split(" "))
-        seen += 1
-        if progbar is not None and seen % 2000 == 0:
-            progbar.update(seen)
-    counts = collections.Counter()
-    for chunk, count in chunk_counts.items():
-        for word in split_words(chunk):
-            if _learnable(word):
-                counts[word] += count
-    if progbar is not None:
-        progbar.update(seen, finalize=True)
-    return counts
-
-
-def _learn_vocabulary(word_counts, vocab_size, reserved_tokens, lower_thresh, max_unique_chars, verbose):
-    """Runs tensorflow-text's WordPiece learner, showing the threshold search on a progress bar."""
-    items = [(word, count) for word, count in word_counts.items()]
-    if not items:
-        raise ValueError("cannot learn a vocabulary from an empty text collection")
-    params = learner.Params(
-        upper_thresh=int(1e7),
-        lower_thresh=lower_thresh,
-        num_iterations=4,
-        max_input_tokens=int(5e6),
-        max_token_length=50,
-        max_unique_chars=max_unique_chars,
-        vocab_size=vocab_size,
-        slack_ratio=0.05,
-        include_joiner_token=True,
-        joiner=SUFFIX_INDICATOR,
-        reserved_tokens=list(reserved_tokens),
-    )
-    # The preparation steps of `learner.learn`, then its search over the count threshold written out: the search
-    # bisects the threshold geometrically (the answer is usually a small count, far below the largest word count,
-    # so this needs about half the trials of plain bisection; each trial re-runs the whole learner), remembers the
-    # largest vocabulary that fits, and advances a progress bar per trial.
-    upper, lower = learner.get_search_threshs(items, params.upper_thresh, params.lower_thresh)
-    all_counts = learner.get_input_words(items, params.reserved_tokens, params.max_token_length)
-    allowed_chars = learner.get_allowed_chars(all_counts, params.max_unique_chars)
-    filtered = learner.filter_input_words(all_counts, allowed_chars, params.max_input_tokens)
-    progbar = keras.utils.Progbar(None, verbose=verbose, unit_name="trial", stateful_metrics=["threshold", "size"])
-    slack = max(params.slack_ratio * vocab_size, 0)
-    best = smallest = None
-    trial = 0
-    lower = max(lower, 1)
-    while True:
-        threshold = min(max(int(round(math.sqrt(lower * upper))), lower), upper)
-        vocab = learner.learn_with_thresh(filtered, threshold, params)
-        trial += 1
-        progbar.update(trial, [("threshold", threshold), ("size", len(vocab))])
-        if len(vocab) <= vocab_size and (best is None or len(vocab) > len(best)):
-            best = vocab
-        if smallest is None or len(vocab) < len(smallest):
-            smallest = vocab
-        if len(vocab) <= vocab_size and vocab_size - len(vocab) <= slack:
-            break
-        if len(vocab) > vocab_size:
-            lower = threshold + 1
-        else:
-            upper = threshold - 1
-        if lower > upper:
-            break
-    if verbose:
-        progbar.update(trial, finalize=True)
-    return best if best is not None else smallest
 
 
 class SubwordTokenizer(tf.Module):
@@ -482,7 +306,7 @@ class SubwordTokenizer(tf.Module):
         counts = count_words(texts, verbose=verbose)
         if verbose:
             print(f"Learning a WordPiece vocabulary of up to {vocab_size:,} tokens from {len(counts):,} words")
-        vocab = _learn_vocabulary(counts, vocab_size, RESERVED_TOKENS, lower_thresh, max_unique_chars, verbose)
+        vocab = learn_wordpiece_vocabulary(counts, vocab_size, RESERVED_TOKENS, lower_thresh, max_unique_chars, verbose)
         tokenizer = cls(vocab, max_bytes_per_word=max_bytes_per_word)
         tokenizer = tokenizer.with_attachment_learned_from(texts, batch_size=batch_size, verbose=verbose)
         if verbose:
@@ -493,115 +317,12 @@ class SubwordTokenizer(tf.Module):
         return tokenizer
 
     def with_attachment_learned_from(self, texts, batch_size=1024, punctuation_only=True, min_count=5, verbose=0):
-        """Returns a copy whose detokenization flags are learned from `texts` by majority vote.
-
-        For every boundary between two neighbouring words of the corpus (character offsets from
-        `tokenize_with_offsets`) it records whether a space separated them. Then:
-
-        1. `attach_left`: a token attaches left if it came with no space before it at more than half of its
-           word-initial occurrences;
-        2. `paired`: a token used as both opening and closing mark (the ASCII `"`) is paired if, counting its
-           occurrences within a sentence, the odd ones mostly attach to the next word only and the even ones to
-           the previous word only (at least `min_count` of each). The detokenizer then glues by parity;
-        3. `attach_right`: a token attaches right if the next word followed it with no space at more than half of
-           its word-final occurrences, counting only boundaries not already explained by steps 1-2 (so that `)` in
-           "(left)." does not learn to glue the next word just because "." attaches left).
-
-        Args:
-            texts: list of Python strings.
-            batch_size: sentences per tokenizer call.
-            punctuation_only: only punctuation tokens (single characters that the tokenizer splits off on their
-                own, plus CJK ideographs) may get a flag. Words never do: a word that mostly ends a sentence
-                ("street.") or mostly follows a hyphen ("t-shirt") must not glue itself to its neighbours.
-            min_count: occurrences needed of each parity before a token may be `paired`.
-            verbose: 0 silent, 1 a progress bar.
-
-        Returns:
-            A new `SubwordTokenizer` with the same vocabulary.
-        """
-        size = self.vocab_size
-        is_suffix = np.array([token.startswith(SUFFIX_INDICATOR) for token in self._vocab])
-        if punctuation_only:
-            candidate = np.array([len(token) == 1 and _char_class(token) == _SPLIT for token in self._vocab])
-        else:
-            candidate = ~is_suffix
-        candidate[: len(RESERVED_TOKENS)] = False
-
-        parts = []  # (values, row index, starts, ends) per batch
-        progbar = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="line") if verbose else None
-        for begin in range(0, len(texts), batch_size):
-            batch = tf.constant(texts[begin : begin + batch_size], tf.string)
-            ids, starts, ends = self._tokenizer.tokenize_with_offsets(batch)
-            rows = ids.value_rowids().numpy() + begin
-            parts.append((ids.flat_values.numpy(), rows, starts.flat_values.numpy(), ends.flat_values.numpy()))
-            if progbar is not None:
-                progbar.update(min(begin + batch_size, len(texts)))
-        if parts:
-            values, rows, starts, ends = (np.concatenate(columns) for columns in zip(*parts))
-        else:
-            values = rows = starts = ends = np.zeros(0, np.int64)
-        values = values.astype(np.int64)
-
-        # Position i > 0 is a word boundary when i and i - 1 share a row and i starts a word.
-        has_previous = np.zeros(values.size, bool)
-        has_previous[1:] = rows[1:] == rows[:-1]
-        attached_before = np.zeros(values.size, bool)
-        attached_before[1:] = starts[1:] == ends[:-1]
-        boundary = has_previous & ~is_suffix[values]
-        has_next = np.zeros(values.size, bool)
-        has_next[:-1] = boundary[1:]
-        attached_after = np.zeros(values.size, bool)
-        attached_after[:-1] = attached_before[1:]
-
-        def majority(token_ids, votes):
-            total = np.bincount(token_ids, minlength=size)
-            yes = np.bincount(token_ids, weights=votes.astype(np.float64), minlength=size)
-            return candidate & (2 * yes > total)
-
-        attach_left = majority(values[boundary], attached_before[boundary])
-
-        # Paired marks: parity of the occurrence within its row decides opening (odd) or closing (even).
-        effective_left = attach_left[values] & boundary
-        paired = np.zeros(size, bool)
-        for token_id in np.flatnonzero(candidate):
-            positions = np.flatnonzero(values == token_id)
-            if positions.size < 2 * min_count:
-                continue
-            token_rows = rows[positions]
-            group_start = np.r_[0, np.flatnonzero(token_rows[1:] != token_rows[:-1]) + 1]
-            group_sizes = np.diff(np.r_[group_start, positions.size])
-            rank = np.arange(positions.size) - np.repeat(group_start, group_sizes)
-            opening = positions[rank % 2 == 0]
-            closing = positions[rank % 2 == 1]
-            if opening.size < min_count or closing.size < min_count:
-                continue
-
-            def share(selected, flag, valid):
-                selected = selected[valid[selected]]
-                return flag[selected].mean() if selected.size else 0.0
-
-            if (
-                share(opening, attached_after, has_next) > 0.5
-                and share(opening, attached_before, boundary) <= 0.5
-                and share(closing, attached_before, boundary) > 0.5
-                and share(closing, attached_after, has_next) <= 0.5
-            ):
-                paired[token_id] = True
-                effective_left[closing] = boundary[closing]
-                effective_left[opening] = False
-
-        unexplained = boundary & ~effective_left
-        previous = np.flatnonzero(unexplained) - 1
-        attach_right = majority(values[previous], attached_before[previous + 1])
-        attach_left &= ~paired
-        attach_right &= ~paired
-        return type(self)(
-            self._vocab,
-            attach_left=attach_left,
-            attach_right=attach_right,
-            paired=paired,
-            max_bytes_per_word=self.max_bytes_per_word,
-        )
+        """Returns a copy whose detokenization flags are learned from `texts` (see `vocabulary.learn_attachment`)."""
+        attach_left, attach_right, paired = learn_attachment(
+            self, texts, batch_size=batch_size, punctuation_only=punctuation_only, min_count=min_count,
+            verbose=verbose)
+        return type(self)(self._vocab, attach_left=attach_left, attach_right=attach_right, paired=paired,
+                          max_bytes_per_word=self.max_bytes_per_word)
 
     # ----------------------------------------------------------------------------------------------------------
     # Saving.

@@ -1,5 +1,8 @@
 """Decoding with key/value caches: greedy search, beam search and sampling.
 
+One entry point, `generate(model, encoder_inputs, max_length, start_id, end_id, sampler=...)`, with keras-hub style
+samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`, `RandomSampler`; see `samplers`).
+
 The public functions take a model from `build_transformer` and return int32 token ids. Each has a
 lower-level twin taking a `TransformerParts` that returns full-width, static-shape outputs, for code
 that traces its own function (export): `greedy_search`, `beam_search_with_parts`, `sample_with_parts`.
@@ -8,8 +11,26 @@ that traces its own function (export): `greedy_search`, `beam_search_with_parts`
 from keras_transformer.decoding.beam_search import beam_search, beam_search_with_parts, gnmt_length_penalty
 from keras_transformer.decoding.greedy import greedy_decode, greedy_search
 from keras_transformer.decoding.sampling import sample_decode, sample_with_parts
+from keras_transformer.decoding.samplers import (
+    BeamSampler,
+    GreedySampler,
+    RandomSampler,
+    Sampler,
+    TopKSampler,
+    TopPSampler,
+    generate,
+    get_sampler,
+)
 
 __all__ = [
+    "BeamSampler",
+    "GreedySampler",
+    "RandomSampler",
+    "Sampler",
+    "TopKSampler",
+    "TopPSampler",
+    "generate",
+    "get_sampler",
     "beam_search",
     "beam_search_with_parts",
     "gnmt_length_penalty",

@@ -2,7 +2,7 @@
 
 from keras import ops
 
-from keras_transformer.decoding import _common
+from keras_transformer.decoding import primitives
 
 
 def gnmt_length_penalty(length, alpha):
@@ -38,10 +38,10 @@ def beam_search_with_parts(
     tokens are never trimmed), and `parts` may be a `TransformerParts` (no `keras.Model` needed)
     or a model. See `beam_search` for the arguments and the algorithm.
     """
-    parts, max_length, start_id, end_id = _common.check_decoding_args(parts, max_length, start_id, end_id)
-    beam_size = _common.check_positive_int("beam_size", beam_size)
-    length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
-    with _common.weights_read_once(parts):
+    parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
+    beam_size = primitives.check_positive_int("beam_size", beam_size)
+    length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    with primitives.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
         )
@@ -58,7 +58,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     padding_mask = ops.repeat(padding_mask, k, axis=0)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
-    bias = _common.padding_bias(vocab)
+    bias = primitives.padding_bias(vocab)
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
@@ -94,15 +94,15 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         is_end = ops.equal(top_token, end_id)
         ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
         new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
-        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, _common.NEG / 2))
-        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, length_penalty), _common.NEG)
+        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, primitives.NEG / 2))
+        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, length_penalty), primitives.NEG)
         fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
         keep = ops.cast(keep, "int32")
         fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
         fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
 
         # Alive: the k best candidates that did not end.
-        alive_logp, keep = ops.top_k(ops.where(is_end, _common.NEG, top_logp), k)
+        alive_logp, keep = ops.top_k(ops.where(is_end, primitives.NEG, top_logp), k)
         keep = ops.cast(keep, "int32")
         alive_seq = gather_rows(cand_seq, keep, 2 * k)
         last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
@@ -115,14 +115,14 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         done = ops.logical_or(done, ops.logical_or(ops.all(fin_flag, axis=1), unbeatable))
         return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
 
-    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, _common.NEG)
+    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, primitives.NEG)
     loop_vars = (
         zero,
         ops.full((batch_size * k,), start_id, dtype="int32"),
         ops.zeros((batch_size, k, max_length), dtype="int32"),
         ops.zeros((batch_size, k), dtype="float32") + first_beam[None],  # all beams start equal
         ops.zeros((batch_size, k, max_length), dtype="int32"),
-        ops.full((batch_size, k), _common.NEG, dtype="float32"),
+        ops.full((batch_size, k), primitives.NEG, dtype="float32"),
         ops.zeros((batch_size, k), dtype="bool"),
         ops.zeros((batch_size,), dtype="bool"),
         self_caches,
@@ -194,10 +194,10 @@ def beam_search(
     References:
         - [Wu et al., 2016](https://arxiv.org/abs/1609.08144), section 7 (length penalty).
     """
-    parts, max_length, start_id, end_id = _common.check_decoding_args(model, max_length, start_id, end_id)
-    beam_size = _common.check_positive_int("beam_size", beam_size)
-    length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
-    encoder_inputs = _common.check_encoder_inputs(encoder_inputs)
+    parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
+    beam_size = primitives.check_positive_int("beam_size", beam_size)
+    length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
     settings = dict(
         max_length=max_length, start_id=start_id, end_id=end_id, beam_size=beam_size,
         length_penalty=length_penalty, stop_early=stop_early,
@@ -210,5 +210,5 @@ def beam_search(
         )
     else:
         tokens, scores = beam_search_with_parts(parts, encoder_inputs, **settings)
-    tokens = _common.trim_to_longest(tokens)
+    tokens = primitives.trim_to_longest(tokens)
     return (tokens, scores) if return_scores else tokens

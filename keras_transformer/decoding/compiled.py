@@ -11,7 +11,7 @@ import weakref
 import keras
 from keras import ops
 
-from keras_transformer.decoding import _common
+from keras_transformer.decoding import primitives
 
 _CACHE = weakref.WeakKeyDictionary()
 
@@ -28,7 +28,7 @@ class _DecodingModel(keras.Model):
         self._function = function
         self._input_names = tuple(input_names)
         self._settings = dict(settings)
-        self.decoding_layers = _common.parts_layers(parts)
+        self.decoding_layers = primitives.parts_layers(parts)
         self.built = True
 
     def call(self, inputs):
@@ -51,7 +51,7 @@ def run_compiled(owner, parts, function, inputs, settings):
         The function's outputs as backend tensors.
     """
     for name, value in inputs.items():
-        if _common.concrete_int(ops.size(value)) is None:
+        if primitives.concrete_int(ops.size(value)) is None:
             raise ValueError(
                 f"`jit_compile=True` compiles a function for eager callers, but `{name}` is symbolic: "
                 "inside your own `tf.function`/`jax.jit`, call the decoder without `jit_compile` "

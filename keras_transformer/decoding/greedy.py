@@ -2,7 +2,7 @@
 
 from keras import ops
 
-from keras_transformer.decoding import _common
+from keras_transformer.decoding import primitives
 
 
 def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True):
@@ -27,7 +27,7 @@ def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, c
     Returns:
         int32 `[B, max_length]`: the chosen tokens, 0 after `end_id`.
     """
-    with _common.weights_read_once(parts):
+    with primitives.weights_read_once(parts):
         return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early)
 
 
@@ -37,7 +37,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
     cross_caches = parts.cross_attention_caches(encoder_outputs)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size, max_length)
-    bias = _common.padding_bias(parts.vocab_size)
+    bias = primitives.padding_bias(parts.vocab_size)
     zero = ops.zeros((), dtype="int32")
 
     def cond(step, last, finished, tokens, caches):
@@ -68,7 +68,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
 
 
 def _argmax(logits, step):
-    return _common.first_argmax(logits)
+    return primitives.first_argmax(logits)
 
 
 def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True):
@@ -78,7 +78,7 @@ def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_earl
     static, and `parts` may be a `TransformerParts` (no `keras.Model` needed) or a model. See
     `greedy_decode` for the arguments.
     """
-    parts, max_length, start_id, end_id = _common.check_decoding_args(parts, max_length, start_id, end_id)
+    parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
     return decode_token_by_token(
         parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early
     )
@@ -121,8 +121,8 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
     >>> tokens.shape[0], tokens.shape[1] <= 8
     (1, True)
     """
-    parts, max_length, start_id, end_id = _common.check_decoding_args(model, max_length, start_id, end_id)
-    encoder_inputs = _common.check_encoder_inputs(encoder_inputs)
+    parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
+    encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
     if jit_compile:
         from keras_transformer.decoding import compiled
 
@@ -130,4 +130,4 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
         tokens = compiled.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs}, settings)
     else:
         tokens = greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early)
-    return _common.trim_to_longest(tokens)
+    return primitives.trim_to_longest(tokens)

@@ -4,9 +4,10 @@ import os
 
 import numpy as np
 
-from keras_transformer.data.tokenizer import is_blank
-from keras_transformer.decoding.beam_search import beam_search
-from keras_transformer.decoding.greedy import greedy_decode
+from keras_transformer.data.words import is_blank
+from keras_transformer.decoding.samplers import BeamSampler
+from keras_transformer.decoding.samplers import GreedySampler
+from keras_transformer.decoding.samplers import generate
 from keras_transformer.models import TransformerParts
 
 
@@ -51,9 +52,12 @@ class Translator:
 
     Example:
 
-    >>> run = keras_transformer.training.load_run("runs/de-en")  # doctest: +SKIP
-    >>> Translator(run.model, run.source_tokenizer, run.target_tokenizer).translate(["Ein Hund."])  # doctest: +SKIP
-    ['A dog.']
+    >>> from keras_transformer import load_run
+    >>> run = load_run(run_dir)  # a directory written by `train`
+    >>> translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    >>> outputs = translator.translate(["the first of May, nineteen ninety-nine", ""], beam_size=2)
+    >>> len(outputs), outputs[1]
+    (2, '')
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True):
@@ -64,23 +68,31 @@ class Translator:
         self.max_length = max_length or self.parts.max_length
         self.jit_compile = jit_compile
 
-    def translate_ids(self, texts, beam_size=1, max_length=None):
+    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None):
         """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
-        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length)
+        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler)
 
-    def _decode_rows(self, rows, beam_size, max_length):
+    def _decode_rows(self, rows, beam_size, max_length, sampler=None):
         max_length = max_length or self.max_length
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
-        if beam_size > 1:
-            tokens = beam_search(self.model, source_ids, max_length, start, end, beam_size=beam_size,
-                                 jit_compile=self.jit_compile)
-        else:
-            tokens = greedy_decode(self.model, source_ids, max_length, start, end, jit_compile=self.jit_compile)
+        if sampler is None:
+            sampler = BeamSampler(num_beams=beam_size) if beam_size > 1 else GreedySampler()
+        tokens = generate(self.model, source_ids, max_length, start, end, sampler=sampler,
+                          jit_compile=self.jit_compile)
         return np.asarray(tokens), source_ids
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
-        """Translate a list of sentences; returns a list of strings in the same order."""
+    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None):
+        """Translates a list of sentences; returns a list of strings in the same order.
+
+        Args:
+            texts: Python strings (or UTF-8 bytes).
+            beam_size: 1 greedy, more for beam search (a shorthand for `sampler=BeamSampler(beam_size)`).
+            batch_size: sentences decoded together (sorted by length first).
+            max_length: most output tokens; default the translator's.
+            verbose: 0 silent, 1 a progress bar.
+            sampler: any `keras_transformer.decoding.samplers` sampler (or its name); overrides `beam_size`.
+        """
         import keras
 
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
@@ -92,7 +104,7 @@ class Translator:
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
-            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length)
+            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")

@@ -6,7 +6,7 @@
 - `export_run`: what `keras-transformer export` does.
 """
 
-from keras_transformer.export.cli import export_run
+from keras_transformer.export.exporter import export_run
 from keras_transformer.export.saved_model import SavedModelTranslator, export_saved_model
 from keras_transformer.export.tflite import TFLiteTranslator, check_tflite_ops, export_tflite, tflite_op_names
 from keras_transformer.export.translator_module import TranslatorModule

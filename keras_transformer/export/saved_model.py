@@ -35,6 +35,15 @@ def export_saved_model(translator, path, verbose=0):
 
     Returns:
         The path.
+
+    Example (`run_dir` is a directory written by `train`, `tmp` an empty directory):
+
+    >>> from keras_transformer import load_run
+    >>> from keras_transformer.export import TranslatorModule
+    >>> module = TranslatorModule.from_run(load_run(run_dir), max_length=8)
+    >>> path = export_saved_model(module, os.path.join(tmp, "translator"))
+    >>> sorted(tf.saved_model.load(path).signatures)[-1]
+    'translate_with_ids'
     """
     start = time.time()
     # Written beside `path` and renamed into place: a killed export leaves the old SavedModel or none, never half.
@@ -85,9 +94,9 @@ class SavedModelTranslator:
 
     Example:
 
-    >>> translator = SavedModelTranslator("saved_models/dates")  # doctest: +SKIP
-    >>> translator.translate(["the first of May, nineteen ninety-nine"])  # doctest: +SKIP
-    ['1999-05-01']
+    >>> translator = SavedModelTranslator(saved_model_dir)  # a directory written by `export_run`
+    >>> len(translator.translate(["the first of May, nineteen ninety-nine", ""]))
+    2
     """
 
     def __init__(self, path):

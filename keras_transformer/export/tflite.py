@@ -157,6 +157,15 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     Raises:
         ValueError: if the converted model would need a Flex op or an unregistered custom op, or for an unknown
             `quantize`.
+
+    Example (`run_dir` is a directory written by `train`, `tmp` an empty directory):
+
+    >>> from keras_transformer import load_run
+    >>> from keras_transformer.export import TranslatorModule
+    >>> module = TranslatorModule.from_run(load_run(run_dir), max_length=8)
+    >>> path = export_tflite(module, os.path.join(tmp, "translator.tflite"), quantize="float16")
+    >>> len(TFLiteTranslator(path).translate(["the first of May, nineteen ninety-nine"]))
+    1
     """
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"`quantize` must be one of {QUANTIZATIONS}; got {quantize!r}")
@@ -196,8 +205,9 @@ class TFLiteTranslator:
 
     Example:
 
-    >>> TFLiteTranslator("dates.tflite").translate(["the first of May, nineteen ninety-nine"])  # doctest: +SKIP
-    ['1999-05-01']
+    >>> translator = TFLiteTranslator(tflite_path)  # a file written by `export_tflite` (or `export_run`)
+    >>> len(translator.translate(["the first of May, nineteen ninety-nine", ""]))
+    2
     """
 
     def __init__(self, path, num_threads=None):

@@ -5,7 +5,7 @@ import json
 import keras
 import tensorflow as tf
 
-from keras_transformer.decoding import _common
+from keras_transformer.decoding import primitives
 from keras_transformer.decoding.beam_search import beam_search_with_parts, gnmt_length_penalty
 from keras_transformer.decoding.greedy import decode_token_by_token
 from keras_transformer.models.inference import TransformerParts
@@ -17,7 +17,7 @@ DEFAULT_EXTRA_BEAM_SIZE = 4
 
 
 def _choose_argmax(logits, step):
-    return _common.first_argmax(logits)
+    return primitives.first_argmax(logits)
 
 
 class TranslatorModule(tf.Module):
@@ -87,10 +87,10 @@ class TranslatorModule(tf.Module):
                 f"The model's max_length={self._source_max_length} leaves no room for source tokens "
                 "between [START] and [END]."
             )
-        self._max_length = _common.check_max_length(parts.max_length if max_length is None else max_length, parts)
-        self._beam_size = _common.check_positive_int("beam_size", beam_size)
+        self._max_length = primitives.check_max_length(parts.max_length if max_length is None else max_length, parts)
+        self._beam_size = primitives.check_positive_int("beam_size", beam_size)
         self._extra_beam_size = self._beam_size if self._beam_size > 1 else DEFAULT_EXTRA_BEAM_SIZE
-        self._length_penalty = _common.check_number("length_penalty", length_penalty, low=0.0)
+        self._length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
         if source_tokenizer.vocab_size != parts.encoder_embedding.vocab_size:
             raise ValueError(
                 f"The source tokenizer has {source_tokenizer.vocab_size} tokens but the model's source embedding "
@@ -128,7 +128,7 @@ class TranslatorModule(tf.Module):
             A `TranslatorModule`.
         """
         if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
-            from keras_transformer.training.trainer import load_run
+            from keras_transformer.runs.run import load_run
 
             run = load_run(run)
         return cls(run.model, run.source_tokenizer, run.target_tokenizer, **kwargs)
@@ -201,7 +201,7 @@ class TranslatorModule(tf.Module):
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
         decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
         logits = self.model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
-        logits = tf.cast(logits, tf.float32) + _common.padding_bias(self._parts.vocab_size)
+        logits = tf.cast(logits, tf.float32) + primitives.padding_bias(self._parts.vocab_size)
         log_probs = tf.nn.log_softmax(logits, axis=-1)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)

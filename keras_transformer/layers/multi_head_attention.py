@@ -64,7 +64,7 @@ class MultiHeadAttention(keras.layers.Layer):
     >>> import numpy as np
     >>> mha = MultiHeadAttention(num_heads=2, key_dim=4)
     >>> x = np.random.rand(3, 5, 8).astype("float32")
-    >>> mha(x, x, use_causal_mask=True).shape
+    >>> tuple(mha(x, x, use_causal_mask=True).shape)
     (3, 5, 8)
 
     References:

@@ -52,7 +52,7 @@ class PositionalEmbedding(keras.layers.Layer):
     >>> import numpy as np
     >>> emb = PositionalEmbedding(vocab_size=100, d_model=16, max_length=32)
     >>> ids = np.array([[5, 7, 9, 0, 0]])
-    >>> emb(ids).shape
+    >>> tuple(emb(ids).shape)
     (1, 5, 16)
     >>> np.asarray(emb.compute_mask(ids)).tolist()
     [[True, True, True, False, False]]

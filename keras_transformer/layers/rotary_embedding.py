@@ -22,7 +22,7 @@ class RotaryEmbedding(keras.layers.Layer):
 
     >>> import numpy as np
     >>> rope = RotaryEmbedding()
-    >>> rope(np.ones((2, 5, 4, 8), "float32")).shape
+    >>> tuple(rope(np.ones((2, 5, 4, 8), "float32")).shape)
     (2, 5, 4, 8)
 
     References:

@@ -56,7 +56,7 @@ class TransformerDecoder(keras.layers.Layer):
     >>> dec = TransformerDecoder(d_model=16, num_heads=2, d_ff=32)
     >>> y = np.random.rand(2, 5, 16).astype("float32")
     >>> x = np.random.rand(2, 7, 16).astype("float32")
-    >>> dec(y, x).shape
+    >>> tuple(dec(y, x).shape)
     (2, 5, 16)
 
     References:

@@ -43,7 +43,7 @@ class TransformerEncoder(keras.layers.Layer):
 
     >>> import numpy as np
     >>> enc = TransformerEncoder(d_model=16, num_heads=2, d_ff=32)
-    >>> enc(np.random.rand(2, 7, 16).astype("float32")).shape
+    >>> tuple(enc(np.random.rand(2, 7, 16).astype("float32")).shape)
     (2, 7, 16)
 
     References:

@@ -1,28 +1,47 @@
-"""The run directory: what `train` writes, how it resumes, who may write it.
+"""The run directory: what `train` writes, how it resumes, who may write it, how it is read back.
 
+* `layout`: the names of what is in a run directory, and the default export destination.
+* `config`: `TrainingConfig` (the run's training settings, `config.json`'s "training").
+* `run`: `Run`, `load_run`, and saving/loading the model, the tokenizers and `config.json`.
+* `directory`: whether `train` may write a directory, resume it or (with `overwrite`) start it afresh.
 * `checkpoint`: resumable mid-epoch checkpoints (`checkpoint/` in a run directory while training runs).
 * `lock`: one writer per run directory (`RunLock`).
-* `directory`: whether `train` may write a directory, resume it or (with `overwrite`) start it afresh.
+
+Names load on first use, so that the command line reads `layout` without importing Keras.
 """
 
-from keras_transformer.runs.checkpoint import CHECKPOINT_DIR
-from keras_transformer.runs.checkpoint import CheckpointError
-from keras_transformer.runs.checkpoint import ResumableCheckpoint
-from keras_transformer.runs.checkpoint import TrainingDivergedError
-from keras_transformer.runs.checkpoint import load_checkpoint_state
-from keras_transformer.runs.checkpoint import remove_checkpoint
-from keras_transformer.runs.checkpoint import restore_checkpoint
-from keras_transformer.runs.lock import RunLock
-from keras_transformer.runs.lock import RunLockedError
+import importlib
 
-__all__ = [
-    "CHECKPOINT_DIR",
-    "CheckpointError",
-    "ResumableCheckpoint",
-    "TrainingDivergedError",
-    "RunLock",
-    "RunLockedError",
-    "load_checkpoint_state",
-    "remove_checkpoint",
-    "restore_checkpoint",
-]
+_LAZY = {
+    "CHECKPOINT_DIR": "keras_transformer.runs.layout",
+    "DEFAULT_SAVED_MODELS": "keras_transformer.runs.layout",
+    "TrainingConfig": "keras_transformer.runs.config",
+    "Run": "keras_transformer.runs.run",
+    "RunFileError": "keras_transformer.runs.run",
+    "load_run": "keras_transformer.runs.run",
+    "load_tokenizers": "keras_transformer.runs.run",
+    "save_tokenizers": "keras_transformer.runs.run",
+    "RunDirectoryError": "keras_transformer.runs.directory",
+    "CheckpointError": "keras_transformer.runs.checkpoint",
+    "ResumableCheckpoint": "keras_transformer.runs.checkpoint",
+    "TrainingDivergedError": "keras_transformer.runs.checkpoint",
+    "load_checkpoint_state": "keras_transformer.runs.checkpoint",
+    "remove_checkpoint": "keras_transformer.runs.checkpoint",
+    "restore_checkpoint": "keras_transformer.runs.checkpoint",
+    "RunLock": "keras_transformer.runs.lock",
+    "RunLockedError": "keras_transformer.runs.lock",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'keras_transformer.runs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

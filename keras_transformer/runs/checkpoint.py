@@ -24,8 +24,9 @@ import numpy as np
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.atomic import write_json
+from keras_transformer.runs.layout import CHECKPOINT_DIR
 
-CHECKPOINT_DIR = "checkpoint"
+
 STATE_FILE = "checkpoint.json"
 
 

@@ -15,15 +15,11 @@ import os
 import shutil
 
 from keras_transformer.atomic import clean_temporaries
-from keras_transformer.runs.checkpoint import CHECKPOINT_DIR
-
-CONFIG_FILE = "config.json"
-MODEL_FILE = "model.keras"
-TOKENIZERS_DIR = "tokenizers"
-LOCK_FILE = ".lock"
-# Everything `train` writes; `--overwrite` removes exactly these names and nothing else.
-RUN_ENTRIES = (MODEL_FILE, CONFIG_FILE, TOKENIZERS_DIR, CHECKPOINT_DIR, "history.json", "history.csv", "history.png",
-               "best.keras", "last.keras", "logs", "backup")
+from keras_transformer.runs.layout import CHECKPOINT_DIR
+from keras_transformer.runs.layout import CONFIG_FILE
+from keras_transformer.runs.layout import LOCK_FILE
+from keras_transformer.runs.layout import MODEL_FILE
+from keras_transformer.runs.layout import RUN_ENTRIES
 # Training settings that a resumed run must share with the run it continues (the model settings all must).
 RESUME_TRAINING_SETTINGS = ("vocab_size", "shared_vocab", "batch_size", "token_budget", "max_words", "seed",
                             "vocab_sample")

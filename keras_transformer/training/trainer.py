@@ -1,14 +1,7 @@
-"""One training run, from a parallel corpus to a run directory with the model and its tokenizers.
+"""`train`: one training run, from a parallel corpus to a run directory (`keras_transformer.runs.layout`).
 
-A run directory holds everything `translate`, `evaluate` and `export` need:
-
-    run_dir/
-      model.keras             the trained model (checkpoint-averaged if asked)
-      config.json             {"model": TransformerConfig, "training": TrainingConfig}
-      tokenizers/source/      SubwordTokenizer (tokenizers/target/ too unless the vocabulary is shared)
-      history.json/.csv/.png  per-epoch metrics and a plot of the training curves
-      best.keras, last.keras  checkpoints; checkpoint/ while a run is in progress (resume by re-running)
-      logs/                   TensorBoard
+Re-running the same call resumes an interrupted run; `Run`, `load_run` and `TrainingConfig` live in
+`keras_transformer.runs` (they are re-exported here for code written against earlier versions).
 """
 
 import contextlib
@@ -30,7 +23,6 @@ from keras_transformer.data.pipeline import count_batches
 from keras_transformer.data.pipeline import with_known_length
 from keras_transformer.data.pipeline import make_epoch_dataset
 from keras_transformer.data.streaming import pairs_source
-from keras_transformer.data.tokenizer import SubwordTokenizer
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs import ResumableCheckpoint
 from keras_transformer.runs import RunLock
@@ -41,10 +33,17 @@ from keras_transformer.runs.directory import check_output_path
 from keras_transformer.runs.directory import check_resume_settings
 from keras_transformer.runs.directory import prepare_run_directory
 from keras_transformer.runs.directory import read_run_config
-from keras_transformer.atomic import atomic_path
-from keras_transformer.atomic import write_json
+from keras_transformer.runs.config import TrainingConfig
+from keras_transformer.runs.layout import MODEL_FILE
+from keras_transformer.runs.run import Run
+from keras_transformer.runs.run import RunFileError  # noqa: F401 - re-exported
+from keras_transformer.runs.run import load_run  # noqa: F401 - re-exported
+from keras_transformer.runs.run import load_tokenizers
+from keras_transformer.runs.run import save_model
+from keras_transformer.runs.run import save_tokenizers
+from keras_transformer.runs.run import write_run_config
 from keras_transformer.training.callbacks import load_history
-from keras_transformer.training.callbacks import StopOnNonFiniteLoss
+from keras_transformer.training.saving import StopOnNonFiniteLoss
 from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.runs import TrainingDivergedError
 from keras_transformer.training.distribution import DistributionConfig
@@ -55,37 +54,7 @@ from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import make_optimizer
 from keras_transformer.training.schedule import make_schedule
 from keras_transformer.validation import check_settings
-from keras_transformer.validation import check_training
 from keras_transformer.validation import load_settings_file  # noqa: F401 - re-exported (used to live here)
-
-
-@dataclasses.dataclass
-class TrainingConfig:
-    """Settings of a training run other than the model's architecture."""
-
-    epochs: int = 10
-    batch_size: int = 64
-    token_budget: int | None = None
-    vocab_size: int = 8000
-    shared_vocab: bool = False
-    warmup_steps: int = 4000
-    lr_scale: float = 1.0
-    decay: str = "inverse_sqrt"
-    label_smoothing: float = 0.1
-    clipnorm: float | None = None
-    patience: int | None = None
-    average_last: int = 1
-    seed: int = 0
-    jit_compile: bool = True
-    max_words: int | None = None
-    steps_per_epoch: int | None = None
-    max_minutes: float | None = None
-    checkpoint_every: int | None = None
-    vocab_sample: int = 200_000
-    shuffle_buffer: int = 100_000
-
-    def __post_init__(self):
-        check_training(dataclasses.asdict(self))
 
 
 MODEL_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
@@ -124,18 +93,6 @@ class WeightAveraging(keras.callbacks.Callback):
             self.model.set_weights(averaged)
 
 
-@dataclasses.dataclass
-class Run:
-    """A trained model with its tokenizers and configuration (what a run directory holds)."""
-
-    model: keras.Model
-    source_tokenizer: SubwordTokenizer
-    target_tokenizer: SubwordTokenizer
-    model_config: TransformerConfig
-    training_config: TrainingConfig
-    directory: str | None = None
-
-
 def compile_model(model, model_config, training_config, schedule):
     model.compile(
         optimizer=make_optimizer(clipnorm=training_config.clipnorm, schedule=schedule),
@@ -144,22 +101,6 @@ def compile_model(model, model_config, training_config, schedule):
         jit_compile=training_config.jit_compile,
     )
     return model
-
-
-def _save_tokenizers(directory, source, target):
-    # Both tokenizers are written into a temporary directory renamed into place: a run killed while saving them
-    # has either no `tokenizers/` (and trains them again) or a complete one.
-    with atomic_path(os.path.join(directory, "tokenizers")) as temporary:
-        source.save(os.path.join(temporary, "source"))
-        if target is not source:
-            target.save(os.path.join(temporary, "target"))
-
-
-def load_tokenizers(directory):
-    source = SubwordTokenizer.load(os.path.join(directory, "tokenizers", "source"))
-    target_dir = os.path.join(directory, "tokenizers", "target")
-    target = SubwordTokenizer.load(target_dir) if os.path.isdir(target_dir) else source
-    return source, target
 
 
 def train(
@@ -202,6 +143,15 @@ def train(
 
     Returns:
         A `Run`.
+
+    Example (`tmp` is an empty directory; a tiny model on the synthetic date corpus, a few seconds):
+
+    >>> from keras_transformer.data import make_synthetic_corpus
+    >>> run = train(make_synthetic_corpus(300, seed=0), os.path.join(tmp, "dates"),
+    ...             model_settings={"num_layers": 1, "d_model": 32, "num_heads": 2, "d_ff": 64, "max_length": 32},
+    ...             training_settings={"epochs": 1, "vocab_size": 200, "jit_compile": False}, verbose=0)
+    >>> os.path.exists(os.path.join(tmp, "dates", "model.keras")), run.model_config.num_layers
+    (True, 1)
     """
     # Every setting is checked before any work starts (SettingError names the setting, the value, the rule).
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
@@ -247,7 +197,7 @@ def train(
                 verbose=verbose,
             )
             if writer:
-                _save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
+                save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
             if verbose:
                 print(f"Tokenizers trained in {time.time() - start:.1f} s")
             _tell_vocabulary_size(training_config.vocab_size, source_tokenizer, target_tokenizer)
@@ -266,8 +216,7 @@ def train(
             **model_settings,
         )
         if writer:
-            write_json(os.path.join(output_dir, "config.json"),
-                       {"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)})
+            write_run_config(output_dir, model_config, training_config)
 
         batching = dict(
             batch_size=training_config.batch_size,
@@ -378,14 +327,14 @@ def train(
             except TrainingDivergedError as error:
                 raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
         elapsed = time.time() - start
-        _save_model_atomically(model, os.path.join(callback_dir, "model.keras"))
+        save_model(model, callback_dir)
         if writer:
             remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
             history_path = os.path.join(output_dir, "history.json")
             if os.path.exists(history_path):
                 plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
         if verbose:
-            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/model.keras, tokenizers/, config.json, history.*")
+            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/{MODEL_FILE}, tokenizers/, config.json, history.*")
         return Run(model, source_tokenizer, target_tokenizer, model_config, training_config, output_dir)
 
 
@@ -413,11 +362,6 @@ def _release_freed_memory():
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
-
-
-def _save_model_atomically(model, path):
-    with atomic_path(path) as temporary:
-        model.save(temporary)
 
 
 def _diverged_message(error, output_dir, checkpoint):
@@ -448,35 +392,3 @@ def _tell_vocabulary_size(asked, source, target):
 
 class VocabularySizeWarning(UserWarning):
     """A learned vocabulary is larger or much smaller than `vocab_size` asked for."""
-
-
-class RunFileError(ValueError):
-    """A file of a run directory that is there but cannot be read (the message names it)."""
-
-
-def load_run(directory):
-    """Load a run directory written by `train` (the model, its tokenizers and configuration)."""
-    model_path = os.path.join(directory, "model.keras")
-    config_path = os.path.join(directory, "config.json")
-    for path in (model_path, config_path, os.path.join(directory, "tokenizers", "source")):
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"{directory} is not a keras-transformer run directory: {path} is missing "
-                "(expected what `keras-transformer train` writes)."
-            )
-    config = read_run_config(directory)
-    try:
-        model = keras.saving.load_model(model_path, compile=False)
-    except Exception as error:  # noqa: BLE001 - zip, HDF5 and Keras errors alike mean a damaged file
-        text = str(error).strip().splitlines()
-        raise RunFileError(f"{model_path}: cannot be loaded (damaged or truncated?): {type(error).__name__}: "
-                           f"{text[0][:200] if text else ''}") from None
-    source, target = load_tokenizers(directory)
-    return Run(
-        model,
-        source,
-        target,
-        TransformerConfig.from_dict(config["model"]),
-        TrainingConfig(**config["training"]),
-        directory,
-    )

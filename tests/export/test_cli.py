@@ -3,7 +3,7 @@ import os
 import sys
 
 from keras_transformer import cli
-from keras_transformer.export.cli import default_saved_model_path
+from keras_transformer.export.exporter import default_saved_model_path
 from tests.export.helpers import BAD_INPUTS, SENTENCES
 
 

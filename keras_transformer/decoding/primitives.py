@@ -1,4 +1,4 @@
-"""Helpers shared by the decoders (internal): argument checks, the padding bias, output trimming.
+"""The pieces every decoder shares: argument checks, the padding bias, first-argmax, output trimming.
 
 Every decoder in this package works on a `TransformerParts` and keeps static shapes: the outputs
 are first built at full width `[batch, max_length]` and only trimmed to the longest decoded row

@@ -3,6 +3,7 @@
 import os
 
 from keras_transformer.atomic import clean_temporaries
+from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
 
 from keras_transformer.export.saved_model import directory_size, export_saved_model
 from keras_transformer.export.tflite import export_tflite
@@ -15,8 +16,6 @@ def default_saved_model_path(run_dir):
     When that is the run directory itself (`keras-transformer quickstart` writes its run to `saved_models/quickstart`),
     `saved_models/<run directory name>_saved_model` instead.
     """
-    from keras_transformer.cli import DEFAULT_SAVED_MODELS
-
     name = os.path.basename(os.path.normpath(os.path.abspath(run_dir)))
     path = os.path.join(DEFAULT_SAVED_MODELS, name)
     if _same_directory(path, run_dir):
@@ -57,12 +56,13 @@ def export_run(
     Returns:
         A dict `{"saved_model": path, "tflite": path or None}`.
 
-    Example:
+    Example (`run_dir` is a directory written by `train`, `tmp` an empty directory):
 
-    >>> export_run("runs/dates", saved_model="saved_models/dates", tflite="dates.tflite")  # doctest: +SKIP
-    {'saved_model': 'saved_models/dates', 'tflite': 'dates.tflite'}
+    >>> paths = export_run(run_dir, saved_model=os.path.join(tmp, "dates"), max_length=8, verbose=0)
+    >>> os.path.exists(os.path.join(paths["saved_model"], "saved_model.pb")), paths["tflite"]
+    (True, None)
     """
-    from keras_transformer.training.trainer import load_run
+    from keras_transformer.runs.run import load_run
 
     saved_model = saved_model or default_saved_model_path(run_dir)
     if _same_directory(saved_model, run_dir):

@@ -1,0 +1,175 @@
+"""Decoding strategies as small objects behind one entry point, after keras-hub's samplers.
+
+`generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greedy")` runs any of them and always
+returns the same thing: int32 token ids `[batch, length]`, the tokens after `start_id`, padded with 0 after
+`end_id` (`length <= max_length`). A sampler is a name (`"greedy"`, `"beam"`, `"top_k"`, `"top_p"`, `"random"`), a
+config dict (`{"class_name": "BeamSampler", "config": {"num_beams": 4}}`) or an object:
+
+* `GreedySampler()`: the most likely token at each step.
+* `BeamSampler(num_beams=4, length_penalty=0.6)`: beam search with the GNMT length penalty (the paper's decoding).
+* `TopKSampler(k=5, temperature=1.0, seed=None)`: draws among the k most likely tokens.
+* `TopPSampler(p=0.9, k=None, temperature=1.0, seed=None)`: nucleus sampling.
+* `RandomSampler(temperature=1.0, seed=None)`: draws from the whole distribution.
+
+All of them use the key/value-cached decoders of this package (`greedy`, `beam_search`, `sampling`), keep static
+shapes and run compiled (`jit_compile=True`) or eagerly.
+
+Example:
+
+>>> from keras_transformer.models import build_transformer
+>>> model = build_transformer(50, 50, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0)
+>>> sources = [[5, 6, 7, 3]]
+>>> [generate(model, sources, 6, start_id=2, end_id=3, sampler=s).shape[0] for s in ("greedy", "beam", "top_k")]
+[1, 1, 1]
+>>> get_sampler({"class_name": "BeamSampler", "config": {"num_beams": 2}}).get_config()
+{'num_beams': 2, 'length_penalty': 0.6}
+"""
+
+from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.greedy import greedy_decode
+from keras_transformer.decoding.sampling import sample_decode
+
+
+class Sampler:
+    """A decoding strategy: `sampler(model, encoder_inputs, max_length, start_id, end_id)` -> int32 `[B, L]`."""
+
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        arguments = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({arguments})"
+
+
+class GreedySampler(Sampler):
+    """The most likely next token at each step (`greedy_decode`)."""
+
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+        return greedy_decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)
+
+
+class BeamSampler(Sampler):
+    """Beam search with the GNMT length penalty (`beam_search`); the best hypothesis per row.
+
+    Args:
+        num_beams: hypotheses kept alive per row (the paper uses 4).
+        length_penalty: GNMT's alpha (0.6 in the paper).
+    """
+
+    def __init__(self, num_beams=4, length_penalty=0.6):
+        self.num_beams = num_beams
+        self.length_penalty = length_penalty
+
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+        return beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=self.num_beams,
+                           length_penalty=self.length_penalty, jit_compile=jit_compile)
+
+    def get_config(self):
+        return {"num_beams": self.num_beams, "length_penalty": self.length_penalty}
+
+
+class RandomSampler(Sampler):
+    """Draws the next token from the model's distribution, divided by `temperature` (`sample_decode`).
+
+    Args:
+        temperature: > 0; below 1 sharpens, above 1 flattens the distribution.
+        seed: an int for reproducible draws (the same seed, inputs and model give the same tokens).
+    """
+
+    def __init__(self, temperature=1.0, seed=None):
+        self.temperature = temperature
+        self.seed = seed
+
+    def _filters(self):
+        return {}
+
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+        return sample_decode(model, encoder_inputs, max_length, start_id, end_id, temperature=self.temperature,
+                             seed=self.seed, jit_compile=jit_compile, **self._filters())
+
+    def get_config(self):
+        return {"temperature": self.temperature, "seed": self.seed}
+
+
+class TopKSampler(RandomSampler):
+    """Draws among the `k` most likely tokens (keras-hub's `TopKSampler`)."""
+
+    def __init__(self, k=5, temperature=1.0, seed=None):
+        super().__init__(temperature=temperature, seed=seed)
+        self.k = k
+
+    def _filters(self):
+        return {"top_k": self.k}
+
+    def get_config(self):
+        return {"k": self.k, **super().get_config()}
+
+
+class TopPSampler(RandomSampler):
+    """Nucleus sampling: draws among the fewest most likely tokens whose probability reaches `p` (after the `k`
+    most likely ones, if `k` is given), as keras-hub's `TopPSampler`."""
+
+    def __init__(self, p=0.9, k=None, temperature=1.0, seed=None):
+        super().__init__(temperature=temperature, seed=seed)
+        self.p = p
+        self.k = k
+
+    def _filters(self):
+        return {"top_p": self.p, "top_k": self.k}
+
+    def get_config(self):
+        return {"p": self.p, "k": self.k, **super().get_config()}
+
+
+SAMPLERS = {
+    "greedy": GreedySampler,
+    "beam": BeamSampler,
+    "random": RandomSampler,
+    "top_k": TopKSampler,
+    "top_p": TopPSampler,
+}
+
+
+def get_sampler(identifier):
+    """A `Sampler` from a name, a `{"class_name": ..., "config": {...}}` dict, or a `Sampler` (returned as is).
+
+    Raises:
+        ValueError: an unknown name or class, naming the known ones.
+    """
+    if isinstance(identifier, Sampler):
+        return identifier
+    classes = {cls.__name__: cls for cls in SAMPLERS.values()}
+    if isinstance(identifier, str) and identifier in SAMPLERS:
+        return SAMPLERS[identifier]()
+    if isinstance(identifier, dict) and identifier.get("class_name") in classes:
+        return classes[identifier["class_name"]].from_config(identifier.get("config", {}))
+    raise ValueError(f"unknown sampler {identifier!r}: expected one of {', '.join(map(repr, SAMPLERS))}, a "
+                     f"{{'class_name': ..., 'config': ...}} dict with a class among {', '.join(classes)}, or a "
+                     "Sampler")
+
+
+def serialize_sampler(sampler):
+    """The dict `get_sampler` takes back: `{"class_name": ..., "config": {...}}`."""
+    sampler = get_sampler(sampler)
+    return {"class_name": type(sampler).__name__, "config": sampler.get_config()}
+
+
+def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greedy", jit_compile=False):
+    """Decodes with any sampler; int32 `[batch, length]` tokens after `start_id`, 0-padded after `end_id`.
+
+    Args:
+        model: a model from `build_transformer` (or loaded back), or its `TransformerParts`.
+        encoder_inputs: int `[batch, source_length]` source ids (0 = padding).
+        max_length: most tokens to generate per row (`end_id` included).
+        start_id, end_id: the target vocabulary's `[START]` and `[END]` ids.
+        sampler: see `get_sampler`.
+        jit_compile: compile the decoding loop with XLA.
+    """
+    return get_sampler(sampler)(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)

@@ -1,0 +1,58 @@
+"""The public API at the top level: every name has a docstring with an example, and every example runs.
+
+Examples that need a trained run, an exported SavedModel or a TFLite file get them as `run_dir`,
+`saved_model_dir` and `tflite_path` (built once here, as a reader would with `train` and `export_run`), and an
+empty directory as `tmp`.
+"""
+
+import doctest
+import os
+import warnings
+
+import pytest
+
+import keras_transformer
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    from keras_transformer.data import make_synthetic_corpus
+
+    root = tmp_path_factory.mktemp("public-api")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        keras_transformer.train(make_synthetic_corpus(300, seed=0), str(root / "run"),
+                                model_settings={"num_layers": 1, "d_model": 32, "num_heads": 2, "d_ff": 64,
+                                                "max_length": 32},
+                                training_settings={"epochs": 1, "vocab_size": 200, "jit_compile": False}, verbose=0)
+    paths = keras_transformer.export_run(str(root / "run"), saved_model=str(root / "saved"),
+                                         tflite=str(root / "t.tflite"), max_length=8, verbose=0)
+    return {"run_dir": str(root / "run"), "saved_model_dir": paths["saved_model"], "tflite_path": paths["tflite"]}
+
+
+PUBLIC = [name for name in keras_transformer.__all__ if not name.startswith("__") and name != "layers"]
+
+
+def test_the_top_level_names():
+    assert {"train", "load_run", "Run", "TrainingConfig", "Translator", "export_run", "export_saved_model",
+            "export_tflite", "PositionalEmbedding", "MultiHeadAttention", "TransformerEncoder",
+            "TransformerDecoder", "build_transformer"} <= set(PUBLIC)
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_has_an_example_that_runs(name, artifacts, tmp_path):
+    obj = getattr(keras_transformer, name)
+    module = __import__(obj.__module__, fromlist=["_"])
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, module=module,
+                                                      globs={**vars(module), **artifacts, "tmp": str(tmp_path)})
+    examples = [e for t in tests for e in t.examples if not e.options.get(doctest.SKIP)]
+    assert examples, f"{name}: no runnable example in its docstring"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        for test in tests:
+            runner.run(test)
+    finally:
+        os.chdir(cwd)
+    assert runner.failures == 0, f"{name}: {runner.failures} failing example(s) (run with -s to see them)"
