@@ -379,6 +379,8 @@ def main(argv=None):
     default_showwarning = warnings.showwarning
     warnings.showwarning = show_note
     try:
+        if args.command in ("train", "quickstart"):
+            _collect_settings(args)  # every setting checked before TensorFlow is even imported
         if args.command == "train":
             # The distribution picks the Keras backend, which must be set before TensorFlow (which imports Keras).
             from keras_transformer.training.distribution import set_backend_for
