@@ -2,6 +2,6 @@
 
 from keras_transformer.models.inference import TransformerParts
 from keras_transformer.models.output_projection import OutputProjection
-from keras_transformer.models.transformer import TransformerConfig, build_transformer
+from keras_transformer.models.transformer import TransformerConfig, TransformerModel, build_transformer
 
-__all__ = ["OutputProjection", "TransformerConfig", "TransformerParts", "build_transformer"]
+__all__ = ["OutputProjection", "TransformerConfig", "TransformerModel", "TransformerParts", "build_transformer"]

@@ -1,7 +1,8 @@
 """Step-by-step access to a model from `build_transformer`, for cached decoding.
 
-`TransformerParts.from_model(model)` finds the embeddings, blocks and output projection of a
-model built by `build_transformer` (or loaded back from `.keras`) by their layer names, so the
+`TransformerParts.from_model(model)` takes the embeddings, blocks and output projection of a
+`TransformerModel` (what `build_transformer` returns) from its attributes (by layer names for a functional model
+saved by an earlier version), so the
 decoders in `keras_transformer.decoding` can run the encoder once and then the decoder one
 token at a time with fixed-size key/value caches. Everything here uses `keras.ops` only.
 """
@@ -56,6 +57,20 @@ class TransformerParts:
 
     @classmethod
     def from_model(cls, model):
+        """The parts of a `TransformerModel` (its attributes), or of a functional model saved by an earlier version
+        (found by the layer names `build_transformer` gives)."""
+        from keras_transformer.models.transformer import TransformerModel
+
+        if isinstance(model, TransformerModel):
+            return cls(
+                model.encoder_embedding,
+                model.encoder_layers,
+                model.encoder_final_norm,
+                model.decoder_embedding,
+                model.decoder_layers,
+                model.decoder_final_norm,
+                model.output_projection or TiedOutputProjection(model.decoder_embedding),
+            )
         layers = {layer.name: layer for layer in model.layers}
 
         def numbered(prefix, kind):

@@ -141,54 +141,157 @@ def build_transformer(
         )
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}.")
-    n_enc = num_layers if num_encoder_layers is None else num_encoder_layers
-    n_dec = num_layers if num_decoder_layers is None else num_decoder_layers
-    block_args = dict(
+    return TransformerModel(
+        src_vocab_size,
+        tgt_vocab_size,
+        num_layers=num_layers,
         d_model=d_model,
         num_heads=num_heads,
         d_ff=d_ff,
         dropout=dropout,
+        max_length=max_length,
+        num_encoder_layers=num_encoder_layers,
+        num_decoder_layers=num_decoder_layers,
         attention_dropout=attention_dropout,
         activation_dropout=activation_dropout,
         activation=activation,
         norm_first=norm_first,
         layer_norm_epsilon=layer_norm_epsilon,
-        use_bias=use_bias,
+        position=position,
         use_rotary=use_rotary,
-    )
-
-    encoder_inputs = keras.Input(shape=(None,), dtype="int32", name="encoder_inputs")
-    decoder_inputs = keras.Input(shape=(None,), dtype="int32", name="decoder_inputs")
-
-    def embedding(vocab, layer_name):
-        return PositionalEmbedding(vocab, d_model, max_length=max_length, position=position, name=layer_name)
-
-    if share_embeddings:
-        src_embedding = tgt_embedding = embedding(src_vocab_size, "shared_embedding")
-    else:
-        src_embedding = embedding(src_vocab_size, "encoder_embedding")
-        tgt_embedding = embedding(tgt_vocab_size, "decoder_embedding")
-
-    x = src_embedding(encoder_inputs)
-    x = HashDropout(dropout, name="encoder_embedding_dropout")(x)
-    for i in range(n_enc):
-        x = TransformerEncoder(**block_args, name=f"encoder_layer_{i}")(x)
-    if norm_first:
-        x = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_final_norm")(x)
-    encoder_outputs = x
-
-    y = tgt_embedding(decoder_inputs)
-    y = HashDropout(dropout, name="decoder_embedding_dropout")(y)
-    for i in range(n_dec):
-        y = TransformerDecoder(**block_args, name=f"decoder_layer_{i}")(y, encoder_outputs)
-    if norm_first:
-        y = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="decoder_final_norm")(y)
-    if tie_output:
-        logits = tgt_embedding(y, reverse=True)
-    else:
-        logits = OutputProjection(tgt_vocab_size, dtype="float32", name="logits")(y)
-    return keras.Model(
-        inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
-        outputs=logits,
+        use_bias=use_bias,
+        share_embeddings=share_embeddings,
+        tie_output=tie_output,
         name=name,
     )
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class TransformerModel(keras.Model):
+    """The encoder-decoder Transformer: a functional `keras.Model` whose parts are typed attributes.
+
+    `build_transformer(...)` returns one (same arguments). Its inputs are `{"encoder_inputs", "decoder_inputs"}`
+    int32 `[B, S]` / `[B, T]` (0 = padding), its output float32 logits `[B, T, tgt_vocab_size]`. Decoding and export
+    use the attributes instead of looking layers up by name, as keras-hub's backbones do:
+
+    * `encoder_embedding`, `decoder_embedding`: `PositionalEmbedding` (the same object with `share_embeddings`);
+    * `encoder_layers`, `decoder_layers`: lists of `TransformerEncoder` / `TransformerDecoder`;
+    * `encoder_final_norm`, `decoder_final_norm`: `LayerNormalization` with `norm_first`, else `None`;
+    * `output_projection`: the `OutputProjection` layer, or `None` when tied to the target embedding.
+
+    `get_config()` is its settings (what `TransformerConfig` holds), so a saved model is rebuilt as this class.
+
+    Example:
+
+    >>> model = TransformerModel(100, 120, num_layers=2, d_model=32, num_heads=4, d_ff=64)
+    >>> len(model.encoder_layers), model.decoder_embedding.vocab_size, model.output_projection is not None
+    (2, 120, True)
+    """
+
+    def __init__(
+        self,
+        src_vocab_size,
+        tgt_vocab_size,
+        num_layers=6,
+        d_model=512,
+        num_heads=8,
+        d_ff=2048,
+        dropout=0.1,
+        max_length=256,
+        num_encoder_layers=None,
+        num_decoder_layers=None,
+        attention_dropout=None,
+        activation_dropout=None,
+        activation="relu",
+        norm_first=False,
+        layer_norm_epsilon=1e-6,
+        position="sinusoidal",
+        use_rotary=False,
+        use_bias=True,
+        share_embeddings=False,
+        tie_output=False,
+        name="transformer",
+        **kwargs,
+    ):
+        settings = dict(
+            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, num_layers=num_layers, d_model=d_model,
+            num_heads=num_heads, d_ff=d_ff, dropout=dropout, max_length=max_length,
+            num_encoder_layers=num_encoder_layers, num_decoder_layers=num_decoder_layers,
+            attention_dropout=attention_dropout, activation_dropout=activation_dropout, activation=activation,
+            norm_first=norm_first, layer_norm_epsilon=layer_norm_epsilon, position=position, use_rotary=use_rotary,
+            use_bias=use_bias, share_embeddings=share_embeddings, tie_output=tie_output,
+        )
+        check_model(settings)
+        n_enc = num_layers if num_encoder_layers is None else num_encoder_layers
+        n_dec = num_layers if num_decoder_layers is None else num_decoder_layers
+        block_args = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            d_ff=d_ff,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            activation_dropout=activation_dropout,
+            activation=activation,
+            norm_first=norm_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            use_bias=use_bias,
+            use_rotary=use_rotary,
+        )
+        encoder_layers, decoder_layers = [], []
+        encoder_final_norm = decoder_final_norm = output_projection = None
+        encoder_inputs = keras.Input(shape=(None,), dtype="int32", name="encoder_inputs")
+        decoder_inputs = keras.Input(shape=(None,), dtype="int32", name="decoder_inputs")
+
+        def embedding(vocab, layer_name):
+            return PositionalEmbedding(vocab, d_model, max_length=max_length, position=position, name=layer_name)
+
+        if share_embeddings:
+            src_embedding = tgt_embedding = embedding(src_vocab_size, "shared_embedding")
+        else:
+            src_embedding = embedding(src_vocab_size, "encoder_embedding")
+            tgt_embedding = embedding(tgt_vocab_size, "decoder_embedding")
+
+        x = src_embedding(encoder_inputs)
+        x = HashDropout(dropout, name="encoder_embedding_dropout")(x)
+        for i in range(n_enc):
+            encoder_layers.append(TransformerEncoder(**block_args, name=f"encoder_layer_{i}"))
+            x = encoder_layers[-1](x)
+        if norm_first:
+            encoder_final_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="encoder_final_norm")
+            x = encoder_final_norm(x)
+        encoder_outputs = x
+
+        y = tgt_embedding(decoder_inputs)
+        y = HashDropout(dropout, name="decoder_embedding_dropout")(y)
+        for i in range(n_dec):
+            decoder_layers.append(TransformerDecoder(**block_args, name=f"decoder_layer_{i}"))
+            y = decoder_layers[-1](y, encoder_outputs)
+        if norm_first:
+            decoder_final_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="decoder_final_norm")
+            y = decoder_final_norm(y)
+        if tie_output:
+            logits = tgt_embedding(y, reverse=True)
+        else:
+            output_projection = OutputProjection(tgt_vocab_size, dtype="float32", name="logits")
+            logits = output_projection(y)
+        super().__init__(
+            inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
+            outputs=logits,
+            name=name,
+            **kwargs,
+        )
+        self._transformer_settings = settings
+        self.encoder_embedding = src_embedding
+        self.decoder_embedding = tgt_embedding
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.encoder_final_norm = encoder_final_norm
+        self.decoder_final_norm = decoder_final_norm
+        self.output_projection = output_projection
+
+    def get_config(self):
+        return {**self._transformer_settings, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

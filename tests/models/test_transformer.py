@@ -27,7 +27,9 @@ def _batch(src_vocab=50, tgt_vocab=60, batch=3):
 
 def test_contract_inputs_outputs_and_paper_defaults():
     model = build_transformer(50, 60, **SMALL)
-    assert isinstance(model, keras.Model) and model.__class__.__name__ == "Functional"
+    # A functional model (the contract), typed: its parts are attributes (issue 21).
+    assert isinstance(model, keras.Model) and "Functional" in [c.__name__ for c in type(model).__mro__]
+    assert type(model).__name__ == "TransformerModel" and len(model.encoder_layers) == SMALL["num_layers"]
     out = model(_batch())
     assert tuple(out.shape) == (3, 5, 60)
     assert keras.backend.standardize_dtype(out.dtype) == "float32"
@@ -159,3 +161,18 @@ def test_tiny_model_learns_sequence_reversal():
     pred = _np(model({"encoder_inputs": test_src, "decoder_inputs": test_in})).argmax(-1)[:, :length]
     accuracy = (pred == test_tgt).mean()
     assert accuracy > 0.95, accuracy
+
+
+def test_parts_come_from_attributes_and_name_lookup_still_reads_older_functional_models():
+    from keras_transformer.decoding import greedy_decode
+    from keras_transformer.models import TransformerParts
+
+    model = build_transformer(50, 60, **SMALL, dropout=0.0)
+    parts = TransformerParts.from_model(model)
+    assert parts.encoder_layers == model.encoder_layers and parts.decoder_embedding is model.decoder_embedding
+    older = keras.Model(model.input, model.output)  # what build_transformer returned before: plain Functional
+    assert type(older).__name__ == "Functional"
+    older_parts = TransformerParts.from_model(older)
+    assert [layer.name for layer in older_parts.decoder_layers] == [layer.name for layer in model.decoder_layers]
+    sources = _batch()["encoder_inputs"]
+    np.testing.assert_array_equal(greedy_decode(model, sources, 6, 1, 2), greedy_decode(older, sources, 6, 1, 2))
