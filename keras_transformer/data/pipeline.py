@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.data.corpus import ParallelCorpus, as_corpus
+from keras_transformer.data.packing import pack_sources
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -119,14 +120,15 @@ def _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_si
     start_tgt, end_tgt = tgt_tokenizer.start_id, tgt_tokenizer.end_id
 
     def encode(sources, targets):
-        source_ids = src_tokenizer.tokenize(sources)[:, : max_length - 2]
         target_ids = tgt_tokenizer.tokenize(targets)[:, : max_length - 1]
         rows = tf.shape(sources)[0]
 
         def column(value):
             return tf.fill([rows, 1], tf.constant(value, tf.int32))
 
-        encoder_inputs = tf.concat([column(start_src), source_ids, column(end_src)], axis=1)
+        # The one source packer (also the translator's and the exported graph's), back to ragged rows.
+        packed, _ = pack_sources(src_tokenizer.tokenize(sources), start_src, end_src, max_length)
+        encoder_inputs = tf.RaggedTensor.from_tensor(packed, padding=0)
         decoder_inputs = tf.concat([column(start_tgt), target_ids], axis=1)
         labels = tf.concat([target_ids, column(end_tgt)], axis=1)
         return encoder_inputs, decoder_inputs, labels

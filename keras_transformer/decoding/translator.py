@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.words import is_blank
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
@@ -26,13 +27,11 @@ def tokenize_rows(tokenizer, texts):
 
 def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
     """`encode_sources` for texts already split into subword ids by `tokenize_rows`."""
-    rows = [list(r[: max_length - 2]) for r in rows]
-    longest = max((len(r) for r in rows), default=0) + 2
-    longest = -(-longest // pad_to_multiple) * pad_to_multiple
-    ids = np.zeros((len(rows), longest), dtype="int32")
-    for i, row in enumerate(rows):
-        ids[i, : len(row) + 2] = [tokenizer.start_id, *row, tokenizer.end_id]
-    return ids
+    # The one source packer (training's and the exported graph's), then padded to a multiple of `pad_to_multiple`
+    # columns (fewer distinct shapes for the compiled decoders).
+    packed = pack_rows(rows, tokenizer.start_id, tokenizer.end_id, max_length)
+    width = -(-packed.shape[1] // pad_to_multiple) * pad_to_multiple
+    return np.pad(packed, ((0, 0), (0, width - packed.shape[1])))
 
 
 class Translator:

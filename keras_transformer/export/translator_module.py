@@ -5,6 +5,7 @@ import json
 import keras
 import tensorflow as tf
 
+from keras_transformer.data.packing import pack_sources
 from keras_transformer.decoding import primitives
 from keras_transformer.decoding.beam_search import beam_search_with_parts, gnmt_length_penalty
 from keras_transformer.decoding.greedy import decode_token_by_token
@@ -157,25 +158,8 @@ class TranslatorModule(tf.Module):
 
     def encode_text(self, text):
         """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`."""
-        width = self._source_max_length
         tokenizer = self.source_tokenizer
-        ragged = tokenizer.tokenize(text)
-        # `to_tensor` with a static width truncates long rows (one RaggedTensorToTensor op, TFLite-friendly).
-        tokens = tf.cast(ragged.to_tensor(default_value=0, shape=[None, width - 2]), tf.int32)
-        lengths = tf.minimum(tf.cast(ragged.row_lengths(), tf.int32), width - 2)
-        batch_size = tf.shape(tokens)[0]
-        longest = tf.reduce_max(tf.concat([lengths, tf.zeros([1], tf.int32)], axis=0))
-        ids = tf.concat(
-            [
-                tf.fill([batch_size, 1], tf.constant(tokenizer.start_id, tf.int32)),
-                tokens[:, :longest],
-                tf.zeros([batch_size, 1], tf.int32),
-            ],
-            axis=1,
-        )
-        positions = tf.expand_dims(tf.range(longest + 2, dtype=tf.int32), 0)
-        ids = tf.where(tf.equal(positions, tf.expand_dims(lengths + 1, 1)), tokenizer.end_id, ids)
-        return ids, tf.greater(lengths, 0)
+        return pack_sources(tokenizer.tokenize(text), tokenizer.start_id, tokenizer.end_id, self._source_max_length)
 
     def decode_ids(self, source_ids, beam_size, with_scores=True):
         """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.

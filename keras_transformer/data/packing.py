@@ -1,0 +1,59 @@
+"""The one source packer: `[START] ids[:max_length - 2] [END]` per row, 0-padded (keras-hub's `StartEndPacker` role).
+
+Training (`pipeline`), the Python translator and the exported graph (`export.translator_module`) all pack sources
+with `pack_sources`, so a sentence reaches the encoder as the same ids everywhere. It uses only ops that convert to
+TFLite builtins (`RaggedTensorToTensor` with a static width, `where`, `concat`).
+
+keras-hub's `StartEndPacker` pads every row to a fixed `sequence_length`; the length-bucketed training batches and
+the decoders here want rows padded only to the longest one in the batch, hence a packer of our own.
+
+Example:
+
+>>> import tensorflow as tf
+>>> ids, has_tokens = pack_sources(tf.ragged.constant([[7, 8, 9, 10], [], [5]]), start_id=2, end_id=3, max_length=5)
+>>> ids.numpy().tolist(), has_tokens.numpy().tolist()
+([[2, 7, 8, 9, 3], [2, 3, 0, 0, 0], [2, 5, 3, 0, 0]], [True, False, True])
+"""
+
+import numpy as np
+import tensorflow as tf
+
+
+def pack_sources(token_ids, start_id, end_id, max_length):
+    """Packs ragged subword ids into encoder inputs.
+
+    Args:
+        token_ids: `tf.RaggedTensor` `[B, None]` of subword ids (a tokenizer's output, no `[START]`/`[END]`).
+        start_id, end_id: the `[START]` and `[END]` ids.
+        max_length: the longest packed row (`[START]` and `[END]` included); longer rows are truncated.
+
+    Returns:
+        `(ids, has_tokens)`: int32 `[B, S]` with `S` = the longest packed row, 0-padded, and bool `[B]`, whether
+        a row had any token.
+    """
+    # `to_tensor` with a static width truncates long rows (one RaggedTensorToTensor op, TFLite-friendly).
+    tokens = tf.cast(token_ids.to_tensor(default_value=0, shape=[None, max_length - 2]), tf.int32)
+    lengths = tf.minimum(tf.cast(token_ids.row_lengths(), tf.int32), max_length - 2)
+    batch_size = tf.shape(tokens)[0]
+    longest = tf.reduce_max(tf.concat([lengths, tf.zeros([1], tf.int32)], axis=0))
+    ids = tf.concat(
+        [
+            tf.fill([batch_size, 1], tf.constant(start_id, tf.int32)),
+            tokens[:, :longest],
+            tf.zeros([batch_size, 1], tf.int32),
+        ],
+        axis=1,
+    )
+    positions = tf.expand_dims(tf.range(longest + 2, dtype=tf.int32), 0)
+    ids = tf.where(tf.equal(positions, tf.expand_dims(lengths + 1, 1)), tf.constant(end_id, tf.int32), ids)
+    return ids, tf.greater(lengths, 0)
+
+
+def pack_rows(rows, start_id, end_id, max_length):
+    """`pack_sources` on Python lists of ids (the translator's already-tokenized rows); a NumPy int32 array."""
+    if not len(rows):
+        return np.zeros((0, 2), dtype="int32")
+    lengths = [len(row) for row in rows]
+    flat = np.asarray([token for row in rows for token in row], dtype="int32")
+    ragged = tf.RaggedTensor.from_row_lengths(flat, np.asarray(lengths, dtype="int64"))
+    return pack_sources(ragged, start_id, end_id, max_length)[0].numpy()
