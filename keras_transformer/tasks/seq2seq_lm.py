@@ -97,6 +97,10 @@ class TransformerSeq2SeqLM:
         return self.translator.translate(texts, batch_size=batch_size, max_length=max_length, verbose=verbose,
                                          sampler=sampler or self.sampler)
 
+    def plot_attention(self, text, path, beam_size=1, layer_index=-1):
+        """A heat map of the cross-attention for one sentence (see `Translator.plot_attention`)."""
+        return self.translator.plot_attention(text, path, beam_size=beam_size, layer_index=layer_index)
+
     # ------------------------------------------------------------------------------------------------------------
     # Presets.
 
