@@ -128,6 +128,10 @@ def cmd_train(args):
 
 def _load_translator(path):
     """A translator for a run directory (from `train`), a preset or an exported SavedModel directory."""
+    if os.path.exists(os.path.join(path, "keras_transformer_ctranslate2.json")):
+        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+
+        return CTranslate2Translator(path)
     if os.path.exists(os.path.join(path, "task.json")):
         from keras_transformer.tasks import TransformerSeq2SeqLM
 
@@ -209,6 +213,14 @@ def cmd_quickstart(args):
 def cmd_export(args):
     from keras_transformer.export.exporter import export_run
 
+    if args.ctranslate2:
+        from keras_transformer.export.ctranslate2_model import export_ctranslate2
+
+        export_ctranslate2(args.run_dir, args.ctranslate2, quantization=args.ctranslate2_quantization,
+                           overwrite=args.overwrite, verbose=1)
+        print(f"Try: echo 'a sentence' | keras-transformer translate {args.ctranslate2}")
+        if not (args.saved_model or args.tflite or args.preset):
+            return 0
     if args.preset:
         from keras_transformer.tasks import TransformerSeq2SeqLM
 
@@ -284,7 +296,8 @@ def build_parser():
 
     p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")
-    p.add_argument("model", help="run directory (from `train`), preset (`export --preset`) or exported SavedModel")
+    p.add_argument("model", help="run directory (from `train`), preset (`export --preset`), exported SavedModel or "
+                                 "CTranslate2 directory (`export --ctranslate2`)")
     add_decoding_flags(p)
     p.add_argument("--plot-attention", metavar="FILE.png",
                    help="also save a heat map of the cross-attention for the first sentence")
@@ -306,6 +319,11 @@ def build_parser():
     p.add_argument("--saved-model", default=None,
                    help=f"output SavedModel directory (default {DEFAULT_SAVED_MODELS}/<run name>)")
     p.add_argument("--tflite", default=None, help="also write a TFLite model to this file")
+    p.add_argument("--ctranslate2", default=None, metavar="DIR",
+                   help="write a CTranslate2 model directory (needs the ctranslate2 extra); translate takes it; "
+                        "alone, no SavedModel is written")
+    p.add_argument("--ctranslate2-quantization", default=None, metavar="TYPE",
+                   help="CTranslate2 weight type, e.g. int8 or float16 (default float32)")
     p.add_argument("--preset", default=None, metavar="DIR",
                    help="write a keras-hub style preset (TransformerSeq2SeqLM.from_preset loads it; translate takes "
                         "it); alone, no SavedModel is written")

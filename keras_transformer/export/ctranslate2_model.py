@@ -1,0 +1,225 @@
+"""A run as a CTranslate2 model directory, and a translator that runs it with our tokenizers.
+
+`export_ctranslate2(run, out)` maps the model's weights onto CTranslate2's `TransformerSpec` (post-norm or pre-norm,
+our sinusoidal or learned position table, scaled embeddings, tied or separate output projection) and writes
+`model.bin` and the vocabularies with CTranslate2's own converter API, plus `tokenizers/` so that text is tokenized and
+detokenized exactly as our translator does. `CTranslate2Translator(out)` translates with it (what
+`keras-transformer translate OUT` uses).
+
+CTranslate2 is an optional extra (`pip install -e ".[ctranslate2]"`); this module imports it only when called.
+Rotary position embeddings and activations other than ReLU/GELU/SiLU are not supported (a clear error says so).
+"""
+
+import os
+
+import numpy as np
+
+from keras_transformer.atomic import atomic_path
+from keras_transformer.data.packing import pack_rows
+from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.models import TransformerParts
+from keras_transformer.models.inference import TiedOutputProjection
+from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+
+MARKER_FILE = "keras_transformer_ctranslate2.json"
+
+
+def _ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ImportError("CTranslate2 is an optional extra: pip install -e \".[ctranslate2]\"") from None
+    return ctranslate2
+
+
+def _numpy(variable):
+    import keras
+
+    return np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float32)
+
+
+def _position_table(embedding):
+    """The `[max_length, d_model]` position encodings an embedding adds (sinusoidal or learned)."""
+    if embedding.position == "learned":
+        return _numpy(embedding.position_embeddings)
+    return _numpy(sinusoidal_encoding(np.arange(embedding.max_length), embedding.d_model))
+
+
+def _linear(spec, layer):
+    kernel = _numpy(layer.kernel)
+    spec.weight = kernel.reshape(kernel.shape[0], -1).T.copy()
+    spec.bias = _numpy(layer.bias).reshape(-1) if getattr(layer, "bias", None) is not None else np.zeros(
+        spec.weight.shape[0], np.float32)
+
+
+def _norm(spec, layer):
+    spec.gamma = _numpy(layer.gamma)
+    spec.beta = _numpy(layer.beta)
+
+
+def _attention(spec, attention, norm, cross):
+    from ctranslate2.specs import common_spec
+    from ctranslate2.converters import utils
+
+    _norm(spec.layer_norm, norm)
+    q, k, v, o = (common_spec.LinearSpec() for _ in range(4))
+    _linear(q, attention.query_dense)
+    _linear(k, attention.key_dense)
+    _linear(v, attention.value_dense)
+    _linear(o, attention.output_dense)
+    if cross:
+        spec.linear[0] = q
+        utils.fuse_linear(spec.linear[1], [k, v])
+    else:
+        utils.fuse_linear(spec.linear[0], [q, k, v])
+    spec.linear[-1] = o
+
+
+def _ffn(spec, block):
+    _norm(spec.layer_norm, block.ffn_norm)
+    _linear(spec.linear_0, block.ffn_inner)
+    _linear(spec.linear_1, block.ffn_outer)
+
+
+def model_spec(run):
+    """CTranslate2's `TransformerSpec` holding a run's weights and vocabularies."""
+    _ctranslate2()
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    config = run.model_config
+    if config.use_rotary or config.position == "none":
+        raise ValueError("CTranslate2 export: rotary position embeddings are not supported; train with "
+                         "position='sinusoidal' or 'learned'")
+    activations = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
+                   "silu": common_spec.Activation.SWISH, "swish": common_spec.Activation.SWISH}
+    if config.activation not in activations:
+        raise ValueError(f"CTranslate2 export: activation {config.activation!r} is not supported; expected one of "
+                         f"{', '.join(activations)}")
+    parts = TransformerParts.from_model(run.model)
+    spec = transformer_spec.TransformerSpec.from_config(
+        (len(parts.encoder_layers), len(parts.decoder_layers)), config.num_heads, pre_norm=config.norm_first,
+        activation=activations[config.activation])
+    spec.config.layer_norm_epsilon = config.layer_norm_epsilon
+    for name in ("unk_token", "bos_token", "eos_token", "decoder_start_token"):
+        setattr(spec.config, name, {"unk_token": "[UNK]", "eos_token": "[END]"}.get(name, "[START]"))
+    for side, embedding, layers, final_norm in (
+            ("encoder", parts.encoder_embedding, parts.encoder_layers, parts.encoder_final_norm),
+            ("decoder", parts.decoder_embedding, parts.decoder_layers, parts.decoder_final_norm)):
+        side_spec = getattr(spec, side)
+        embeddings = side_spec.embeddings[0] if isinstance(side_spec.embeddings, list) else side_spec.embeddings
+        embeddings.weight = _numpy(embedding.embeddings)
+        side_spec.scale_embeddings = bool(embedding.scale)
+        side_spec.position_encodings.encodings = _position_table(embedding)
+        if final_norm is not None:
+            _norm(side_spec.layer_norm, final_norm)
+        for block, layer_spec in zip(layers, side_spec.layer):
+            _attention(layer_spec.self_attention, block.self_attention, block.self_attention_norm, cross=False)
+            if side == "decoder":
+                _attention(layer_spec.attention, block.cross_attention, block.cross_attention_norm, cross=True)
+            _ffn(layer_spec.ffn, block)
+    if isinstance(parts.output_projection, TiedOutputProjection):
+        spec.decoder.projection.weight = _numpy(parts.decoder_embedding.embeddings)
+        spec.decoder.projection.bias = np.zeros(parts.vocab_size, np.float32)
+    else:
+        _linear(spec.decoder.projection, parts.output_projection)
+    spec.register_source_vocabulary(list(run.source_tokenizer.vocab))
+    spec.register_target_vocabulary(list(run.target_tokenizer.vocab))
+    return spec
+
+
+def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0):
+    """Writes a CTranslate2 model directory for a `Run` (or run directory): `model.bin`, vocabularies, tokenizers.
+
+    Args:
+        run: a `Run` or a run directory.
+        path: the directory to write (atomically).
+        quantization: CTranslate2 weight type (`None` float32, `"int8"`, `"int8_float32"`, `"float16"`, ...).
+        overwrite: replace an existing directory.
+        verbose: 0 silent, 1 print what was written.
+
+    Returns:
+        The path.
+    """
+    ctranslate2 = _ctranslate2()
+    if isinstance(run, (str, os.PathLike)):
+        from keras_transformer.runs.run import load_run
+
+        run = load_run(run)
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(f"{path}: exists; pass --overwrite to replace it with the new CTranslate2 model")
+    spec = model_spec(run)
+
+    class _Converter(ctranslate2.converters.Converter):
+        def _load(self):
+            return spec
+
+    with atomic_path(path) as temporary:
+        _Converter().convert(temporary, quantization=quantization, force=True)
+        run.source_tokenizer.save(os.path.join(temporary, "tokenizers", "source"))
+        if run.target_tokenizer is not run.source_tokenizer:
+            run.target_tokenizer.save(os.path.join(temporary, "tokenizers", "target"))
+        with open(os.path.join(temporary, MARKER_FILE), "w", encoding="utf-8") as f:
+            import json
+
+            json.dump({"max_length": int(run.model_config.max_length)}, f)
+    if verbose:
+        print(f"Wrote the CTranslate2 model {path} ({os.path.getsize(os.path.join(path, 'model.bin')) / 2**20:.1f} "
+              f"MiB model.bin{', ' + quantization if quantization else ''})")
+    return path
+
+
+def is_ctranslate2_model(path):
+    return os.path.exists(os.path.join(path, MARKER_FILE))
+
+
+class CTranslate2Translator:
+    """Translates with a directory written by `export_ctranslate2`: our tokenizers, CTranslate2's decoding.
+
+    Args:
+        path: the directory.
+        intra_threads: CPU threads per translation (0: CTranslate2's default).
+        compute_type: CTranslate2's compute type (`"default"`: the saved weights' type).
+    """
+
+    def __init__(self, path, intra_threads=0, compute_type="default"):
+        import json
+
+        ctranslate2 = _ctranslate2()
+        self.translator = ctranslate2.Translator(path, device="cpu", intra_threads=intra_threads,
+                                                 compute_type=compute_type)
+        self.source_tokenizer = SubwordTokenizer.load(os.path.join(path, "tokenizers", "source"))
+        target = os.path.join(path, "tokenizers", "target")
+        self.target_tokenizer = SubwordTokenizer.load(target) if os.path.isdir(target) else self.source_tokenizer
+        with open(os.path.join(path, MARKER_FILE), encoding="utf-8") as f:
+            self.max_length = int(json.load(f)["max_length"])
+        self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
+
+    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
+        """Translates a list of sentences; blank ones give ''."""
+        texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
+        outputs = [""] * len(texts)
+        todo = [i for i, t in enumerate(texts) if not _is_blank(t)]
+        if not todo:
+            return outputs
+        rows = self.source_tokenizer.tokenize([texts[i] for i in todo]).to_list()
+        packed = pack_rows(rows, self.source_tokenizer.start_id, self.source_tokenizer.end_id, self.max_length)
+        vocab = self.source_tokenizer.vocab
+        sources = [[vocab[i] for i in row if i != 0] for row in packed]
+        results = self.translator.translate_batch(
+            sources, beam_size=beam_size, max_batch_size=batch_size, max_decoding_length=max_length or self.max_length,
+            suppress_sequences=[["[PAD]"]], length_penalty=0.6 if beam_size > 1 else 1.0)
+        width = max(1, max(len(r.hypotheses[0]) for r in results))
+        ids = np.zeros((len(results), width), dtype="int32")
+        for row, result in enumerate(results):
+            tokens = [self._target_ids[t] for t in result.hypotheses[0]]
+            ids[row, : len(tokens)] = tokens
+        decoded = self.target_tokenizer.detokenize(ids).numpy()
+        for i, text in zip(todo, decoded):
+            outputs[i] = text.decode("utf-8", errors="replace")
+        return outputs
+
+
+def _is_blank(text):
+    from keras_transformer.data.words import is_blank
+
+    return is_blank(text)
