@@ -91,3 +91,22 @@ def test_projection_prints_both_scaling_regimes():
     for gpus in (1, 8, 64):
         assert re.search(rf"mixed bf16\s+\|\s+{gpus}\s+\|", out), out
     assert "strong scaling" in out and "weak scaling" in out
+
+
+@pytest.mark.slow
+def test_deploy_benchmark_runs_each_engine_against_ctranslate2(tmp_path):
+    pytest.importorskip("ctranslate2")
+    from tests.export.helpers import SENTENCES
+    from tests.export.helpers import write_tiny_run
+
+    run_dir = write_tiny_run(tmp_path / "run")
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(["1999-05-01"] * len(SENTENCES)) + "\n", encoding="utf-8")
+    out = run_script("deploy.py", run_dir, "--src", str(src), "--ref", str(ref), "--sentences", "4",
+                     "--bleu-sentences", "4", "--batches", "1", "2", "--beams", "1", "--engines", "python",
+                     "saved_model", "tflite-fp32", "ct2-fp32", "--work", str(tmp_path / "work"))
+    for engine in ("python", "saved_model", "tflite-fp32", "ct2-fp32"):
+        for batch in (1, 2):
+            assert re.search(rf"{engine}\s+1\s+{batch}\s+[\d.]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+", out), out
+    assert re.search(r"ct2-fp32\s+1\s+1\s+.*\s1\.00$", out, flags=re.M), out
