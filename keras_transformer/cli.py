@@ -100,14 +100,10 @@ def _distribution_config(args):
 
 
 def cmd_train(args):
-    # The distribution is checked, and the backend it needs chosen, before Keras is imported.
-    distribution = _distribution_config(args)
-    from keras_transformer.training.distribution import set_backend_for
-
-    set_backend_for(distribution.mode)
+    # `main` checked the settings and the distribution, and chose the backend, before Keras was imported.
+    distribution, settings = args.distribution, args.settings
     if bool(args.val_src) != bool(args.val_tgt):
         raise ValueError("--val-src and --val-tgt go together")
-    settings = _collect_settings(args)
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.data.streaming import scan_corpus
     from keras_transformer.training.trainer import TrainingConfig, split_settings, train
@@ -205,7 +201,7 @@ def cmd_plot(args):
 def cmd_quickstart(args):
     from keras_transformer.quickstart import run_quickstart
 
-    run_quickstart(output_dir=args.output, settings=_collect_settings(args), num_train=args.num_train,
+    run_quickstart(output_dir=args.output, settings=args.settings, num_train=args.num_train,
                    num_heldout=args.num_heldout, overwrite=args.overwrite)
     return 0
 
@@ -398,12 +394,13 @@ def main(argv=None):
     warnings.showwarning = show_note
     try:
         if args.command in ("train", "quickstart"):
-            _collect_settings(args)  # every setting checked before TensorFlow is even imported
+            args.settings = _collect_settings(args)  # every setting checked before TensorFlow is even imported
         if args.command == "train":
             # The distribution picks the Keras backend, which must be set before TensorFlow (which imports Keras).
             from keras_transformer.training.distribution import set_backend_for
 
-            set_backend_for(_distribution_config(args).mode)
+            args.distribution = _distribution_config(args)
+            set_backend_for(args.distribution.mode)
         if args.command != "plot":
             _import_tensorflow(quiet=not args.verbose)
         return args.func(args)

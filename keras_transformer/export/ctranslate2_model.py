@@ -10,6 +10,7 @@ CTranslate2 is an optional extra (`pip install -e ".[ctranslate2]"`); this modul
 Rotary position embeddings and activations other than ReLU/GELU/SiLU are not supported (a clear error says so).
 """
 
+import json
 import os
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.data.words import is_blank
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.inference import TiedOutputProjection
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
@@ -159,8 +161,6 @@ def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0)
         if run.target_tokenizer is not run.source_tokenizer:
             run.target_tokenizer.save(os.path.join(temporary, "tokenizers", "target"))
         with open(os.path.join(temporary, MARKER_FILE), "w", encoding="utf-8") as f:
-            import json
-
             json.dump({"max_length": int(run.model_config.max_length)}, f)
     if verbose:
         print(f"Wrote the CTranslate2 model {path} ({os.path.getsize(os.path.join(path, 'model.bin')) / 2**20:.1f} "
@@ -182,8 +182,6 @@ class CTranslate2Translator:
     """
 
     def __init__(self, path, intra_threads=0, compute_type="default"):
-        import json
-
         ctranslate2 = _ctranslate2()
         self.translator = ctranslate2.Translator(path, device="cpu", intra_threads=intra_threads,
                                                  compute_type=compute_type)
@@ -198,7 +196,7 @@ class CTranslate2Translator:
         """Translates a list of sentences; blank ones give ''."""
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
         outputs = [""] * len(texts)
-        todo = [i for i, t in enumerate(texts) if not _is_blank(t)]
+        todo = [i for i, t in enumerate(texts) if not is_blank(t)]
         if not todo:
             return outputs
         rows = self.source_tokenizer.tokenize([texts[i] for i in todo]).to_list()
@@ -217,9 +215,3 @@ class CTranslate2Translator:
         for i, text in zip(todo, decoded):
             outputs[i] = text.decode("utf-8", errors="replace")
         return outputs
-
-
-def _is_blank(text):
-    from keras_transformer.data.words import is_blank
-
-    return is_blank(text)

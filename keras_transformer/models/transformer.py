@@ -134,13 +134,6 @@ def build_transformer(
     >>> sorted(model.input.keys())
     ['decoder_inputs', 'encoder_inputs']
     """
-    if share_embeddings and src_vocab_size != tgt_vocab_size:
-        raise ValueError(
-            "share_embeddings=True needs one shared vocabulary, but src_vocab_size="
-            f"{src_vocab_size} != tgt_vocab_size={tgt_vocab_size}."
-        )
-    if d_model % num_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}.")
     return TransformerModel(
         src_vocab_size,
         tgt_vocab_size,

@@ -24,6 +24,7 @@ import keras
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.samplers import serialize_sampler
 from keras_transformer.decoding.translator import Translator
@@ -92,10 +93,9 @@ class TransformerSeq2SeqLM:
 
     def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
         """The `Translator` interface (what `keras-transformer translate` calls)."""
-        sampler = None if beam_size == 1 else get_sampler({"class_name": "BeamSampler",
-                                                           "config": {"num_beams": beam_size}})
+        sampler = self.sampler if beam_size == 1 else BeamSampler(num_beams=beam_size)
         return self.translator.translate(texts, batch_size=batch_size, max_length=max_length, verbose=verbose,
-                                         sampler=sampler or self.sampler)
+                                         sampler=sampler)
 
     def plot_attention(self, text, path, beam_size=1, layer_index=-1):
         """A heat map of the cross-attention for one sentence (see `Translator.plot_attention`)."""

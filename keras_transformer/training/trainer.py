@@ -57,8 +57,6 @@ from keras_transformer.validation import check_settings
 from keras_transformer.validation import load_settings_file  # noqa: F401 - re-exported (used to live here)
 
 
-MODEL_FIELDS = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
-TRAINING_FIELDS = {f.name for f in dataclasses.fields(TrainingConfig)}
 
 
 def split_settings(settings):
