@@ -2,7 +2,7 @@
 
 One run directory is exported as a SavedModel, TFLite (fp32 / fp16 / dynamic-range int8) and CTranslate2 (fp32 /
 int8). Each engine then runs in a process of its own (so that its peak RSS is its own): it translates `--sentences`
-source sentences at each batch size, greedy and beam 4, after a warm-up pass, and scores `--bleu-sentences` of the
+source sentences at each batch size, greedy and beam 4, after a warm-up pass over the same batches, and scores `--bleu-sentences` of the
 test set with sacreBLEU. Printed columns: ms per decoding step (batch wall time / the batch's longest output in
 tokens, median over batches), sentences/s, peak RSS of the process, artifact size, BLEU, and the ratio of ms/step to
 CTranslate2 in the same run (fp32 rows to CTranslate2 fp32, int8 rows to CTranslate2 int8).
@@ -11,8 +11,9 @@ Usage (Multi30k: a run from `examples/multi30k.yaml`, the test set from ../share
     python benchmarks/deploy.py runs/multi30k --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz
     python benchmarks/deploy.py RUN --src S --ref R --batches 1 8 --beams 1 --sentences 32   # quicker
 
-Engines: python (our `Translator`, XLA-compiled decoding loop), saved_model (`serving_default` greedy,
-`translate_beam` beam 4), tflite-fp32/-fp16/-int8 (one sentence per interpreter call: batch rows are run in turn),
+Engines: python (our `Translator`, XLA-compiled decoding loop), saved_model (the default export: decoding in one
+XLA program; `serving_default` greedy, `translate_beam` beam 4), saved_model-graph (`export --no-jit-compile`: the
+same signatures as plain graph ops), tflite-fp32/-fp16/-int8 (one sentence per interpreter call: batch rows are run in turn),
 ct2-fp32/-int8 (`ctranslate2.Translator`, `--threads` intra threads).
 """
 
@@ -28,7 +29,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-ENGINES = ("python", "saved_model", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32", "ct2-int8")
+ENGINES = ("python", "saved_model", "saved_model-graph", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32", "ct2-int8")
 
 
 def parse_args(argv=None):
@@ -63,6 +64,9 @@ def export_all(run_dir, work, engines):
     module = TranslatorModule.from_run(run)
     if "saved_model" in engines:
         paths["saved_model"] = export_saved_model(module, os.path.join(work, "saved_model"))
+    if "saved_model-graph" in engines:
+        graph = TranslatorModule.from_run(run, jit_compile=False)
+        paths["saved_model-graph"] = export_saved_model(graph, os.path.join(work, "saved_model-graph"))
     for quantize, name in ((None, "tflite-fp32"), ("float16", "tflite-fp16"), ("dynamic_range", "tflite-int8")):
         if name in engines:
             paths[name] = export_tflite(module, os.path.join(work, f"{name}.tflite"), quantize=quantize)
@@ -98,7 +102,7 @@ def make_translate(engine, path, threads):
         run = load_run(path)
         translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
         return lambda texts, beam: translator.translate(texts, beam_size=beam, batch_size=len(texts))
-    if engine == "saved_model":
+    if engine.startswith("saved_model"):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401
 
@@ -164,7 +168,8 @@ def run_engine(args):
         for batch in args.batches:
             texts = sources[: args.sentences]
             chunks = [texts[i: i + batch] for i in range(0, len(texts), batch)]
-            translate(chunks[0], beam)  # warm-up (compiles, allocates)
+            for chunk in chunks:  # warm-up pass: XLA compiles each (batch, width) bucket once, buffers are allocated
+                translate(chunk, beam)
             per_step, sentences, seconds = [], 0, 0.0
             for chunk in chunks:
                 start = time.perf_counter()
@@ -210,14 +215,14 @@ def main(argv=None):
     anchors = {(r["engine"], r["beam"], r["batch"]): r["ms_per_step"] for r in rows if r["engine"].startswith("ct2")}
     print(f"\nload average before the runs: {load:.2f}; {args.threads} threads; timed on {args.sentences} sentences, "
           f"BLEU on {args.bleu_sentences}")
-    print(f"{'engine':12} {'beam':>4} {'batch':>5} {'ms/step':>8} {'sent/s':>7} {'RSS MB':>7} {'size MB':>7} "
+    print(f"{'engine':17} {'beam':>4} {'batch':>5} {'ms/step':>8} {'sent/s':>7} {'RSS MB':>7} {'size MB':>7} "
           f"{'BLEU':>6} {'x CT2':>6}")
     for r in rows:
         anchor = "ct2-int8" if r["engine"].endswith("int8") else "ct2-fp32"
         ratio = r["ms_per_step"] / anchors[(anchor, r["beam"], r["batch"])] if (anchor, r["beam"], r["batch"]) in \
             anchors else float("nan")
         r["ratio_to_ct2"] = ratio
-        print(f"{r['engine']:12} {r['beam']:>4} {r['batch']:>5} {r['ms_per_step']:8.2f} {r['sentences_per_s']:7.1f} "
+        print(f"{r['engine']:17} {r['beam']:>4} {r['batch']:>5} {r['ms_per_step']:8.2f} {r['sentences_per_s']:7.1f} "
               f"{r['peak_rss_mb']:7.0f} {r['size_mb']:7.1f} {r['bleu']:6.2f} {ratio:6.2f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

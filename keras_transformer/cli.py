@@ -231,7 +231,8 @@ def cmd_export(args):
         if not (args.saved_model or args.tflite):
             return 0
     export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
-               max_length=args.max_length, tflite_quantize=args.tflite_quantize, overwrite=args.overwrite)
+               max_length=args.max_length, tflite_quantize=args.tflite_quantize, overwrite=args.overwrite,
+               jit_compile=args.jit_compile)
     return 0
 
 
@@ -327,6 +328,9 @@ def build_parser():
                    help="TFLite weights in float16 (half the weight bytes) or int8 (dynamic range)")
     p.add_argument("--beam-size", type=positive_int, default=1, help="decoding of the serving signature")
     p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+    p.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
+                   help="the SavedModel decodes in one XLA program (default: 3-4x faster on CPU; TF Serving needs "
+                        "--xla_cpu_compilation_enabled=true); --no-jit-compile writes plain graph ops")
     p.add_argument("--overwrite", action="store_true", help="replace an existing SavedModel / TFLite file")
     p.set_defaults(func=cmd_export)
 

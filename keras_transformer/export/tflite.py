@@ -170,7 +170,7 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"`quantize` must be one of {QUANTIZATIONS}; got {quantize!r}")
     start = time.time()
-    frozen = freeze_signature(translator.translate)
+    frozen = freeze_signature(translator.serving_function(jit_compile=False))
     workdir = tempfile.mkdtemp(prefix="keras_transformer_tflite_")
     try:
         tf.saved_model.save(frozen, workdir, signatures={"serving_default": frozen.serving})

@@ -3,6 +3,7 @@ import os
 import sys
 
 from keras_transformer import cli
+from keras_transformer.export import SavedModelTranslator
 from keras_transformer.export.exporter import default_saved_model_path
 from tests.export.helpers import BAD_INPUTS, SENTENCES
 
@@ -69,9 +70,14 @@ def test_export_refuses_an_existing_destination_unless_overwrite(run_dir, export
     again = tmp_path / "again"
     shutil.copytree(exported["saved_model"], again)
     (again / "stale.txt").write_text("from an older export")
-    assert cli.main(["export", run_dir, "--saved-model", str(again), "--overwrite"]) == 0
+    assert cli.main(["export", run_dir, "--saved-model", str(again), "--overwrite", "--no-jit-compile"]) == 0
     assert sorted(os.listdir(tmp_path)) == ["again"]  # no temporary left beside it
     assert not (again / "stale.txt").exists() and (again / "saved_model.pb").exists()  # replaced whole
+    # --no-jit-compile: plain graph ops, the same translations as the default XLA-compiled export.
+    plain = SavedModelTranslator(str(again))
+    assert plain.config()["jit_compile"] is False and SavedModelTranslator(exported["saved_model"]).config()[
+        "jit_compile"] is True
+    assert plain.translate(SENTENCES) == SavedModelTranslator(exported["saved_model"]).translate(SENTENCES)
 
 
 def test_a_damaged_saved_model_is_named(exported, tmp_path, monkeypatch, capsys):

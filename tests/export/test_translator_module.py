@@ -35,3 +35,31 @@ def test_settings_are_checked_and_kept(run):
         TranslatorModule.from_run(run, beam_size=0)
     with pytest.raises(ValueError, match="tokenizers the model was trained with"):
         TranslatorModule(run.model, run.target_tokenizer, run.target_tokenizer)
+
+
+def test_buckets_bound_the_compiled_shapes_and_keep_every_row(run):
+    module = TranslatorModule.from_run(run)
+    source_max_length = run.model_config.max_length
+    for batch, width, expected in [(1, 3, (1, 8)), (3, 9, (4, 16)), (5, 16, (8, 16)), (9, 2, (16, 8)),
+                                   (17, source_max_length - 1, (24, source_max_length)), (0, 2, (0, 8))]:
+        ids = tf.reshape(tf.range(1, batch * width + 1, dtype=tf.int32), [batch, width])
+        padded = module.pad_to_buckets(ids).numpy()
+        assert padded.shape == expected, (batch, width)
+        np.testing.assert_array_equal(padded[:batch, :width], ids.numpy())
+        assert not padded[:, width:].any()  # extra columns are padding
+        for row in padded[batch:]:  # extra rows repeat the first one
+            np.testing.assert_array_equal(row, padded[0])
+
+
+def test_compiled_and_graph_decoding_agree(run):
+    compiled = TranslatorModule.from_run(run, max_length=16)
+    graph = TranslatorModule.from_run(run, max_length=16, jit_compile=False)
+    assert compiled.get_config()["jit_compile"] and not graph.get_config()["jit_compile"]
+    texts = tf.constant([t.encode("utf-8") for t in SENTENCES * 2][:5] + [b"", b"\xff"])  # 7 rows: padded to 8
+    for beam_size in (1, 3):
+        a, a_ids, a_scores = compiled.run(texts, beam_size, with_scores=True)
+        b, b_ids, b_scores = graph.run(texts, beam_size, with_scores=True)
+        assert a.numpy().tolist() == b.numpy().tolist()
+        np.testing.assert_array_equal(a_ids.numpy(), b_ids.numpy())
+        np.testing.assert_allclose(a_scores.numpy(), b_scores.numpy(), rtol=1e-4, atol=1e-4)
+        assert a_ids.shape == (7, 16) and a_scores.shape == (7,)
