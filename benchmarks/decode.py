@@ -29,6 +29,7 @@ Usage:
 """
 
 import argparse
+import importlib.util
 import os
 import statistics
 import tempfile
@@ -260,7 +261,9 @@ def main(argv=None):
         methods.append(
             ("re-decode (fixed buffer)", lambda: redecode_fixed_buffer(model, args.tokens), (False, True))
         )
-    if not args.skip_keras_hub:
+    if not args.skip_keras_hub and importlib.util.find_spec("keras_hub") is None:
+        print("keras-hub is not installed: its rows are skipped")
+    elif not args.skip_keras_hub:
         methods.append(("keras-hub (cached)", lambda: keras_hub_cached(args), (False, True)))
 
     print(

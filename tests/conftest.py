@@ -15,3 +15,28 @@ def _clean_keras_state():
     yield
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session()
+
+
+# The directories whose tests use keras.ops / Keras APIs only: they run on every Keras backend. Everything else
+# (tf.data pipelines, tokenizers, export, the CLI) is TensorFlow's by design and runs in the TensorFlow pass only.
+BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/backends/")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `KERAS_BACKEND=jax` or `torch`, keep only the backend-agnostic tests (the others are deselected,
+    not skipped, so the summary counts only what ran on that backend)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return
+    keep, drop = [], []
+    for item in items:
+        path = os.path.relpath(str(item.fspath), config.rootpath).replace(os.sep, "/")
+        agnostic = path.startswith(BACKEND_AGNOSTIC) and item.get_closest_marker("tensorflow_only") is None
+        (keep if agnostic else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    return f"Keras backend: {keras.backend.backend()}"

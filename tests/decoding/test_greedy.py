@@ -1,11 +1,11 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_transformer.decoding import greedy_decode, greedy_search
 from keras_transformer.models import TransformerParts
+from tests.backend_helpers import compile_function
 from tests.decoding.helpers import (
     END,
     START,
@@ -62,7 +62,20 @@ def test_stops_early_with_the_same_tokens_as_a_fixed_step_count():
     assert tuple(greedy_decode(model, src, 1, START, END).shape) == (6, 1)
 
 
+def test_compiled_function_matches_eager():
+    """Under the backend's compiler (`tf.function(jit_compile=True)`, `jax.jit`) the output keeps its full width."""
+    model = tiny_model()
+    src = sources()
+    eager = pad_to(greedy_decode(model, src, 8, START, END), 8)
+    compiled = compile_function(lambda ids: greedy_decode(model, ids, 8, START, END))(src)
+    assert tuple(compiled.shape) == (4, 8)
+    np.testing.assert_array_equal(to_numpy(compiled), eager)
+
+
+@pytest.mark.tensorflow_only
 def test_traced_functions_match_eager():
+    import tensorflow as tf
+
     model = tiny_model()
     src = sources()
     eager = pad_to(greedy_decode(model, src, 8, START, END), 8)

@@ -8,18 +8,20 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_transformer.decoding import beam_search_with_parts, greedy_search, sample_with_parts
 from keras_transformer.models import TransformerParts
 from tests.decoding.helpers import END, START, VARIANTS, sources, tiny_model, to_numpy
 
 
+@pytest.mark.tensorflow_only
 def test_signature_functions_match_eager_and_keep_weights_and_tflite_gaps_out_of_the_loop():
     """With input signature `[None, None]` (as an exporter traces them), each decoder runs, gives
     the eager tokens at full width, reads its weights once before the loop (TFLite's converter
     cannot freeze variable reads inside a loop body), and uses no op TFLite lacks as a builtin
     (Keras' TensorFlow `argmax` adds `BitwiseAnd`)."""
+    import tensorflow as tf
+
     parts = TransformerParts.from_model(tiny_model(**VARIANTS["pre-norm-shared-tied"]))
     src = sources()
     uniforms = np.full((len(src), 5), 0.5, "float32")

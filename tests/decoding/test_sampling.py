@@ -1,8 +1,8 @@
 import gc
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_transformer.decoding import greedy_decode, sample_decode
@@ -78,8 +78,11 @@ def test_rows_end_with_padding_and_traced_functions_match_eager():
     def decode(ids):
         return sample_decode(model, ids, 8, START, END, top_k=3, seed=5)
 
-    traced = tf.function(decode, input_signature=[tf.TensorSpec([None, None], tf.int32)])
-    np.testing.assert_array_equal(to_numpy(traced(tf.constant(src))), eager)
+    if keras.backend.backend() == "tensorflow":  # a graph draws the same numbers as eager execution
+        import tensorflow as tf
+
+        traced = tf.function(decode, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        np.testing.assert_array_equal(to_numpy(traced(tf.constant(src))), eager)
     compiled = pad_to(sample_decode(model, src, 8, START, END, top_k=3, seed=5, jit_compile=True), 8)
     np.testing.assert_array_equal(compiled, eager)  # XLA, the random numbers drawn outside
     gc.collect()  # the cached compiled function keeps what it needs alive

@@ -85,6 +85,7 @@ def test_training_in_half_precision_keeps_the_dtype(dtype):
     np.testing.assert_allclose(values, [0.0, 1 / 0.75], rtol=1e-2)
 
 
+@pytest.mark.tensorflow_only
 def test_gradient_flows_only_through_kept_elements_and_under_xla():
     layer = HashDropout(0.4, seed=5)
     x = tf.ones((8, 32))
@@ -109,6 +110,7 @@ def test_rejects_a_rate_outside_zero_to_one():
         HashDropout(-0.1)
 
 
+@pytest.mark.tensorflow_only
 def test_a_tensor_too_large_for_int32_indices_is_a_clear_error():
     layer = HashDropout(0.1)
 

@@ -99,9 +99,9 @@ def test_xla_compiles_and_matches_eager():
     model = build_transformer(50, 60, **SMALL)
     batch = _batch()
     eager = _np(model(batch))
-    import tensorflow as tf
+    from tests.backend_helpers import compile_function
 
-    compiled = tf.function(lambda b: model(b, training=False), jit_compile=True)
+    compiled = compile_function(lambda b: model(b, training=False))
     np.testing.assert_allclose(_np(compiled(batch)), eager, rtol=1e-4, atol=1e-4)
 
 
