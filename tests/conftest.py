@@ -40,3 +40,10 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     return f"Keras backend: {keras.backend.backend()}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line that names the backend the run used (CI's log shows how many tests ran on each)."""
+    stats = terminalreporter.stats
+    counts = ", ".join(f"{len(stats.get(key, []))} {key}" for key in ("passed", "failed", "skipped", "deselected"))
+    terminalreporter.write_line(f"Keras backend {keras.backend.backend()}: {counts}")
