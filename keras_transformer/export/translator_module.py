@@ -38,7 +38,7 @@ class TranslatorModule(tf.Module):
     Decoding runs as one XLA program by default (`jit_compile=True`): in a SavedModel, TensorFlow's graph
     executor spends most of a step's time dispatching ~100 small ops (oneDNN matmuls at batch 1 cost 20-50 us
     each, and every `XlaDynamicUpdateSlice` of a cache is a compiled XLA call of its own), which one compiled loop
-    removes (3.6x faster per step at batch 1 on the Multi30k model, see docs/benchmarks.md). Tokenizing and
+    removes (about 4x faster per step at batch 1 on the Multi30k model, see docs/benchmarks.md). Tokenizing and
     detokenizing stay graph ops around it. The source is padded to a multiple of `WIDTH_BUCKET` positions and the
     batch to 1, 2, 4, 8 or a multiple of `BATCH_BUCKET` rows (by repeating its first row, so the loop ends when the
     real rows do), so XLA compiles one program per bucket, on its first use (about 1.5 s each on 2 CPU cores), and
