@@ -1,5 +1,7 @@
-"""Helpers shared by the benchmark scripts: timing, FLOP counting, matmul ceiling, tables."""
+"""Helpers shared by the benchmark scripts: timing, FLOP counting, matmul ceiling, tables, engine processes."""
 
+import json
+import subprocess
 import time
 
 import numpy as np
@@ -62,3 +64,22 @@ def print_table(headers, rows):
     print("-+-".join("-" * w for w in widths))
     for row in rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+
+
+ROWS = "ROWS "
+
+
+def print_rows(rows):
+    """What an engine process prints for its parent (`engine_rows`): its result rows as one JSON line."""
+    print(ROWS + json.dumps(rows), flush=True)
+
+
+def engine_rows(command):
+    """Runs one engine's process (`command`); the rows it printed with `print_rows`, or `None` after printing why
+    it failed."""
+    process = subprocess.run(command, capture_output=True, text=True)
+    line = next((line for line in process.stdout.splitlines() if line.startswith(ROWS)), None)
+    if line is None:
+        print(f"    failed: {process.stderr.strip().splitlines()[-1] if process.stderr.strip() else '?'}")
+        return None
+    return json.loads(line[len(ROWS):])

@@ -22,12 +22,13 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import engine_rows, print_rows  # noqa: E402
 
 ENGINES = ("python", "saved_model", "saved_model-graph", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32", "ct2-int8")
 
@@ -184,7 +185,7 @@ def run_engine(args):
     peak = peak_rss_mb()
     for row in rows:
         row["peak_rss_mb"] = peak
-    print("ROWS " + json.dumps(rows))
+    print_rows(rows)
 
 
 def main(argv=None):
@@ -202,16 +203,13 @@ def main(argv=None):
                    "--threads", str(args.threads), "--batches", *map(str, args.batches),
                    "--beams", *map(str, args.beams), "--engine", f"{engine}={paths[engine]}"]
         print(f"  {engine} ...", flush=True)
-        process = subprocess.run(command, capture_output=True, text=True)
-        line = next((l for l in process.stdout.splitlines() if l.startswith("ROWS ")), None)
-        if line is None:
-            print(f"    failed: {process.stderr.strip().splitlines()[-1] if process.stderr.strip() else '?'}")
+        rows_of_engine = engine_rows(command)
+        if rows_of_engine is None:
             continue
-        engine_rows = json.loads(line[5:])
         size = size_of(paths[engine] if engine != "python" else os.path.join(args.run_dir, "model.keras"))
-        for row in engine_rows:
+        for row in rows_of_engine:
             row["size_mb"] = size / 2**20
-        rows += engine_rows
+        rows += rows_of_engine
     anchors = {(r["engine"], r["beam"], r["batch"]): r["ms_per_step"] for r in rows if r["engine"].startswith("ct2")}
     print(f"\nload average before the runs: {load:.2f}; {args.threads} threads; timed on {args.sentences} sentences, "
           f"BLEU on {args.bleu_sentences}")

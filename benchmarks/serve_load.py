@@ -23,7 +23,6 @@ import json
 import os
 import queue
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +30,9 @@ import time
 from concurrent.futures import Future
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import engine_rows, print_rows  # noqa: E402
+from deploy import export_all  # noqa: E402
 
 ENGINES = ("saved_model", "saved_model-graph", "ct2")
 MODES = ("direct", "batched")
@@ -125,12 +127,14 @@ def make_translate_batch(engine, path, threads):
 def warm_up(translate_batch, sentences, tokenizer, max_batch_size):
     """Runs every batch bucket (1, 2, 4, 8, multiples of 8 up to `max_batch_size`) at every source width bucket the
     sentences reach, so that XLA compiles before the clock starts."""
+    from keras_transformer.export.translator_module import BATCH_BUCKET, WIDTH_BUCKET
+
     lengths = tokenizer.tokenize(sentences).row_lengths().numpy()
     by_width = {}
-    for sentence, length in zip(sentences, lengths):
-        by_width.setdefault(-(-(int(length) + 2) // 8), sentence)
-    sizes = sorted({b for b in (1, 2, 4, 8) if b <= max_batch_size} | set(range(8, max_batch_size + 1, 8))
-                   | {max_batch_size})
+    for sentence, length in zip(sentences, lengths):  # [START] and [END] make 2 more positions
+        by_width.setdefault(-(-(int(length) + 2) // WIDTH_BUCKET), sentence)
+    sizes = sorted({b for b in (1, 2, 4, 8) if b <= max_batch_size}
+                   | set(range(BATCH_BUCKET, max_batch_size + 1, BATCH_BUCKET)) | {max_batch_size})
     for sentence in by_width.values():
         for size in sizes:
             translate_batch([sentence] * size)
@@ -194,25 +198,14 @@ def run_engine(args):
             row = measure(translate_batch, sentences, clients, args.seconds, mode, args.max_batch_size,
                           args.batch_timeout_ms)
             rows.append({"engine": engine, "mode": mode, "clients": clients, **row})
-    print("ROWS " + json.dumps(rows))
+    print_rows(rows)
 
 
 def export_engines(run_dir, work, engines):
-    from keras_transformer.export import TranslatorModule, export_saved_model
-    from keras_transformer.runs.run import load_run
-
-    run = load_run(run_dir)
-    paths = {}
-    if "saved_model" in engines:
-        paths["saved_model"] = export_saved_model(TranslatorModule.from_run(run), os.path.join(work, "saved_model"))
-    if "saved_model-graph" in engines:
-        paths["saved_model-graph"] = export_saved_model(TranslatorModule.from_run(run, jit_compile=False),
-                                                        os.path.join(work, "saved_model-graph"))
-    if "ct2" in engines:
-        from keras_transformer.export.ctranslate2_model import export_ctranslate2
-
-        paths["ct2"] = export_ctranslate2(run, os.path.join(work, "ct2"))
-    return paths
+    """The exports `deploy.py` writes, under this script's engine names (`ct2` is deploy's `ct2-fp32`)."""
+    names = {engine: "ct2-fp32" if engine == "ct2" else engine for engine in engines}
+    paths = export_all(run_dir, work, list(names.values()))
+    return {engine: paths[name] for engine, name in names.items()}
 
 
 def main(argv=None):
@@ -231,12 +224,7 @@ def main(argv=None):
                    "--clients", *map(str, args.clients), "--modes", *args.modes,
                    "--engine", f"{engine}={paths[engine]}"]
         print(f"  {engine} ...", flush=True)
-        process = subprocess.run(command, capture_output=True, text=True)
-        line = next((l for l in process.stdout.splitlines() if l.startswith("ROWS ")), None)
-        if line is None:
-            print(f"    failed: {process.stderr.strip().splitlines()[-1] if process.stderr.strip() else '?'}")
-            continue
-        rows += json.loads(line[5:])
+        rows += engine_rows(command) or []
     anchors = {(r["mode"], r["clients"]): r["sentences_per_s"] for r in rows if r["engine"] == "ct2"}
     print(f"\nload average before the runs: {load:.2f}; {args.threads} threads per engine; {args.seconds:.0f} s per "
           f"row; batched = at most {args.max_batch_size} sentences, {args.batch_timeout_ms:g} ms timeout")
