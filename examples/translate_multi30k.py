@@ -1,11 +1,13 @@
-"""Train German->English on Multi30k, then score test2016 with sacreBLEU and show sample translations.
+"""Train German->English on Multi30k, choose the length penalty on the validation set, then score test2016 with
+sacreBLEU and show sample translations.
 
     python examples/translate_multi30k.py --data ../shared/data/multi30k --output runs/multi30k
     python examples/translate_multi30k.py            # downloads Multi30k with keras.utils.get_file
 
 DIR holds train/val/test_2016_flickr .de/.en .gz files. Settings come from examples/multi30k.yaml
 (`--config`), overridable with `--epochs` etc. Re-running the same command resumes an interrupted run.
-Results go to OUTPUT/results.json and OUTPUT/test2016.*.en.
+Every choice is made on the validation set (the length penalty: OUTPUT/decoding.json); test2016 is only
+translated at the end. Results go to OUTPUT/results.json and OUTPUT/test2016.*.en.
 """
 
 import argparse
@@ -32,6 +34,9 @@ def parse_args(argv=None):
     parser.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (smoke tests)")
     parser.add_argument("--max-test-pairs", type=int, help="score only the first N test pairs (smoke tests)")
     parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--tune", action=argparse.BooleanOptionalAction, default=True,
+                        help="choose the length penalty on the validation set (OUTPUT/decoding.json) before the test "
+                             "set is translated (default on; kept if the run has one already)")
     parser.add_argument("--skip-training", action="store_true", help="only evaluate an existing run")
     parser.add_argument("--samples", type=int, default=8, help="sample translations to print")
     return parser.parse_args(argv)
@@ -76,13 +81,19 @@ def main(argv=None):
         train_seconds = time.time() - started
 
     translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    decoding = run.decoding
+    if args.tune and decoding is None and args.beam_size > 1:
+        decoding = tune_on_validation(translator, args.output, path("val", src), path("val", tgt), args.beam_size,
+                                      args.max_test_pairs)
+    length_penalty = decoding.length_penalty if decoding is not None else None
     results = {"train_seconds": train_seconds, "parameters": run.model.count_params(), "test_sentences": len(test)}
     results.update(training_totals(args.output))
     refs = [list(test.targets)]
     hypotheses = {}
     for name, beam in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
         t0 = time.time()
-        hyps = translator.translate(list(test.sources), beam_size=beam, batch_size=64, verbose=1)
+        hyps = translator.translate(list(test.sources), beam_size=beam, batch_size=64, verbose=1,
+                                    length_penalty=length_penalty if beam > 1 else None)
         hypotheses[name] = hyps
         with open(os.path.join(args.output, f"test2016.{name}.{tgt}"), "w", encoding="utf-8") as f:
             f.write("\n".join(hyps) + "\n")
@@ -95,6 +106,10 @@ def main(argv=None):
             "signature": str(bleu.get_signature()),
             "decode_seconds": round(time.time() - t0, 1),
         }
+    if decoding is not None:
+        results["decoding"] = {"beam_size": decoding.beam_size, "length_penalty": decoding.length_penalty,
+                               "validation_bleu": decoding.bleu, "validation_chrf": decoding.chrf,
+                               "tuned_on": decoding.tuned_on}
     with open(os.path.join(args.output, "results.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
 
@@ -103,6 +118,8 @@ def main(argv=None):
     for s, h, r in list(zip(test.sources, hypotheses[best], test.targets))[: args.samples]:
         print(f"{s[:45]:<45} | {h[:45]:<45} | {r[:45]}")
     print()
+    if decoding is not None:
+        print(f"decoding: {decoding.describe()}")
     for name in ("greedy", best):
         r = results[name]
         print(f"test2016 {src}->{tgt} {name:>7}: sacreBLEU {r['bleu']:.2f} (cased, detokenized), "
@@ -113,6 +130,29 @@ def main(argv=None):
               f"(all runs of this directory, resumes included); {results['parameters']:,} parameters")
     if train_seconds is not None:
         print(f"this call's wall time (training) {train_seconds / 60:.1f} min; results in {args.output}/results.json")
+
+
+def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pairs=None):
+    """Chooses the length penalty on the validation set (never the test set) and keeps it in OUTPUT/decoding.json."""
+    from keras_transformer.data.corpus import read_parallel_corpus
+    from keras_transformer.decoding.tuning import search_decoding
+    from keras_transformer.runs.run import write_decoding_settings
+
+    val = read_parallel_corpus(val_src, val_tgt)
+    sources, targets = list(val.sources)[:max_pairs], list(val.targets)[:max_pairs]
+    print(f"Choosing the length penalty of beam {beam_size} on {len(sources)} validation pairs", flush=True)
+
+    def translate(texts, beam_size, length_penalty):
+        return translator.translate(texts, beam_size=beam_size, batch_size=64, length_penalty=length_penalty)
+
+    def show(row):
+        print(f"  length penalty {row['length_penalty']:g}: validation BLEU {row['bleu']:.2f}, chrF {row['chrf']:.2f} "
+              f"({row['seconds']:.0f} s)", flush=True)
+
+    search = search_decoding(translate, sources, targets, beam_sizes=[beam_size], on_row=show,
+                             tuned_on=f"{os.path.basename(val_src)} / {os.path.basename(val_tgt)}")
+    write_decoding_settings(output, search.best)
+    return search.best
 
 
 def training_totals(output):

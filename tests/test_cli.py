@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -38,9 +39,9 @@ def test_help_lists_every_subcommand(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     text = capsys.readouterr().out
-    for command in ("train", "translate", "evaluate", "export", "quickstart", "plot"):
+    for command in ("train", "translate", "evaluate", "tune", "export", "quickstart", "plot"):
         assert command in text
-    for command in ("train", "translate", "evaluate", "export", "quickstart", "plot"):
+    for command in ("train", "translate", "evaluate", "tune", "export", "quickstart", "plot"):
         with pytest.raises(SystemExit) as exit_info:
             cli.main([command, "--help"])
         assert exit_info.value.code == 0
@@ -90,6 +91,45 @@ def test_evaluate_prints_sacrebleu_and_chrf(tiny_run, capsys):
     assert cli.main(["evaluate", out, "--src", src, "--ref", ref]) == 0
     text = capsys.readouterr().out
     assert "BLEU (cased, detokenized" in text and "chrF" in text
+
+
+def test_tune_chooses_on_held_out_data_and_evaluate_decodes_with_the_choice(tiny_run, tmp_path, capsys):
+    root, _, heldout = tiny_run
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run[1], run)  # the module's run stays without decoding.json for the other tests
+    src = _write(root / "tune.src", heldout.sources[:12])
+    ref = _write(root / "tune.ref", heldout.targets[:12])
+    assert cli.main(["tune", run, "--src", src, "--ref", ref, "--beam-sizes", "2",
+                     "--length-penalties", "0", "1.5"]) == 0
+    text = capsys.readouterr().out
+    assert "beam 2, length penalty 0:" in text and "beam 2, length penalty 1.5:" in text and "<- chosen" in text
+    chosen = json.load(open(os.path.join(run, "decoding.json")))
+    assert chosen["beam_size"] == 2 and chosen["length_penalty"] in (0.0, 1.5) and len(chosen["grid"]) == 2
+    assert chosen["sentences"] == 12 and chosen["tuned_on"] == "tune.src / tune.ref"
+    # evaluate (no decoding flags) decodes with the choice: the same BLEU as the tune row it chose.
+    assert cli.main(["evaluate", run, "--src", src, "--ref", ref]) == 0
+    text = capsys.readouterr().out
+    assert f"beam 2, length penalty {chosen['length_penalty']:g} (decoding.json" in text
+    bleu = float(text.split("BLEU (cased, detokenized, sacreBLEU 13a) = ")[1].split()[0])
+    assert bleu == pytest.approx(chosen["bleu"], abs=0.006)
+    # Flags still win; a second tune without --overwrite is refused before any decoding.
+    assert cli.main(["evaluate", run, "--src", src, "--ref", ref, "--beam-size", "1"]) == 0
+    assert "decoding: greedy" in capsys.readouterr().out
+    assert cli.main(["tune", run, "--src", src, "--ref", ref]) == 2
+    assert "decoding.json: exists; pass --overwrite" in capsys.readouterr().err
+
+
+def test_length_penalty_is_checked_and_damaged_decoding_json_is_named(tiny_run, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "x", "--src", "a", "--ref", "b", "--length-penalty", "-1"])
+    assert "expected a number in [0, 10], got -1" in capsys.readouterr().err
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run[1], run)
+    with open(os.path.join(run, "decoding.json"), "w") as f:
+        f.write("{not json")
+    src = _write(tmp_path / "a.src", ["ein Hund"])
+    assert cli.main(["evaluate", run, "--src", src, "--ref", src]) == 2
+    assert "decoding.json: damaged or not written by keras-transformer tune" in capsys.readouterr().err
 
 
 def test_config_file_supplies_settings_and_flags_win(tiny_run, tmp_path):

@@ -21,9 +21,12 @@ from keras_transformer.decoding.samplers import (
     generate,
     get_sampler,
 )
+from keras_transformer.decoding.tuning import DecodingSearch, DecodingSettings, search_decoding
 
 __all__ = [
     "BeamSampler",
+    "DecodingSearch",
+    "DecodingSettings",
     "GreedySampler",
     "RandomSampler",
     "Sampler",
@@ -38,4 +41,5 @@ __all__ = [
     "greedy_search",
     "sample_decode",
     "sample_with_parts",
+    "search_decoding",
 ]

@@ -4,6 +4,9 @@ from keras import ops
 
 from keras_transformer.decoding import primitives
 
+# GNMT's alpha as the paper's beam search uses it; `keras-transformer tune` chooses a run's own on held-out data.
+DEFAULT_LENGTH_PENALTY = 0.6
+
 
 def gnmt_length_penalty(length, alpha):
     """The length penalty of GNMT (Wu et al., 2016): `((5 + length) / 6) ** alpha`.

@@ -67,21 +67,24 @@ class Translator:
         self.max_length = max_length or self.parts.max_length
         self.jit_compile = jit_compile
 
-    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None):
+    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None, length_penalty=None):
         """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
-        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler)
+        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler,
+                                 length_penalty)
 
-    def _decode_rows(self, rows, beam_size, max_length, sampler=None):
+    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None):
         max_length = max_length or self.max_length
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
         if sampler is None:
-            sampler = BeamSampler(num_beams=beam_size) if beam_size > 1 else GreedySampler()
+            beam = {} if length_penalty is None else {"length_penalty": length_penalty}
+            sampler = BeamSampler(num_beams=beam_size, **beam) if beam_size > 1 else GreedySampler()
         tokens = generate(self.model, source_ids, max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
         return np.asarray(tokens), source_ids
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None):
+    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None,
+                  length_penalty=None):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
@@ -91,6 +94,8 @@ class Translator:
             max_length: most output tokens; default the translator's.
             verbose: 0 silent, 1 a progress bar.
             sampler: any `keras_transformer.decoding.samplers` sampler (or its name); overrides `beam_size`.
+            length_penalty: GNMT's alpha for beam search (`None`: `BeamSampler`'s 0.6; `keras-transformer tune`
+                chooses one on a held-out set).
         """
         import keras
 
@@ -103,7 +108,7 @@ class Translator:
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
-            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler)
+            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler, length_penalty)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")

@@ -3,6 +3,7 @@
 import os
 
 from keras_transformer.atomic import clean_temporaries
+from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
 
 from keras_transformer.export.saved_model import directory_size, export_saved_model
@@ -33,7 +34,7 @@ def export_run(
     tflite=None,
     beam_size=1,
     max_length=None,
-    length_penalty=0.6,
+    length_penalty=None,
     tflite_quantize=None,
     verbose=1,
     overwrite=False,
@@ -47,7 +48,8 @@ def export_run(
         tflite: a `.tflite` path to write too, or `None`.
         beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search.
         max_length: most output tokens (fixed at export); default the model's `max_length`.
-        length_penalty: GNMT's alpha for beam search and the `scores` output.
+        length_penalty: GNMT's alpha for beam search and the `scores` output; default the run's tuned one
+            (`decoding.json`, from `keras-transformer tune`), else 0.6.
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
         verbose: 0 silent, 1 print what was written.
@@ -81,10 +83,14 @@ def export_run(
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
     run = load_run(run_dir)
+    if length_penalty is None:
+        length_penalty = run.decoding.length_penalty if run.decoding is not None else DEFAULT_LENGTH_PENALTY
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
                                        jit_compile=jit_compile)
     if verbose:
         decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
+        decoding += f"; length penalty {length_penalty:g} for beam search" + (
+            " (decoding.json)" if run.decoding is not None else "")
         print(f"Exporting {run_dir}: {decoding}, at most {module.get_config()['max_length']} output tokens")
     export_saved_model(module, saved_model, verbose=verbose)
     if tflite:

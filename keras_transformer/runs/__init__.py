@@ -2,7 +2,7 @@
 
 * `layout`: the names of what is in a run directory, and the default export destination.
 * `config`: `TrainingConfig` (the run's training settings, `config.json`'s "training").
-* `run`: `Run`, `load_run`, and saving/loading the model, the tokenizers and `config.json`.
+* `run`: `Run`, `load_run`, and saving/loading the model, the tokenizers, `config.json` and `decoding.json`.
 * `directory`: whether `train` may write a directory, resume it or (with `overwrite`) start it afresh.
 * `checkpoint`: resumable mid-epoch checkpoints (`checkpoint/` in a run directory while training runs).
 * `lock`: one writer per run directory (`RunLock`).
@@ -21,6 +21,8 @@ _LAZY = {
     "load_run": "keras_transformer.runs.run",
     "load_tokenizers": "keras_transformer.runs.run",
     "save_tokenizers": "keras_transformer.runs.run",
+    "read_decoding_settings": "keras_transformer.runs.run",
+    "write_decoding_settings": "keras_transformer.runs.run",
     "RunDirectoryError": "keras_transformer.runs.directory",
     "CheckpointError": "keras_transformer.runs.checkpoint",
     "ResumableCheckpoint": "keras_transformer.runs.checkpoint",

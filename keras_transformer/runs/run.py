@@ -5,6 +5,7 @@ The layout is in `keras_transformer.runs.layout`; `train` (keras_transformer.tra
 """
 
 import dataclasses
+import json
 import os
 
 import keras
@@ -12,10 +13,12 @@ import keras
 from keras_transformer.atomic import atomic_path
 from keras_transformer.atomic import write_json
 from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs.config import TrainingConfig
 from keras_transformer.runs.directory import read_run_config
 from keras_transformer.runs.layout import CONFIG_FILE
+from keras_transformer.runs.layout import DECODING_FILE
 from keras_transformer.runs.layout import MODEL_FILE
 from keras_transformer.runs.layout import SOURCE_TOKENIZER
 from keras_transformer.runs.layout import TARGET_TOKENIZER
@@ -39,6 +42,7 @@ class Run:
     model_config: TransformerConfig
     training_config: TrainingConfig
     directory: str | None = None
+    decoding: DecodingSettings | None = None  # `decoding.json`: chosen on a held-out set by `keras-transformer tune`
 
 
 def save_tokenizers(directory, source, target):
@@ -77,6 +81,37 @@ class RunFileError(ValueError):
     """A file of a run directory that is there but cannot be read (the message names it)."""
 
 
+def write_decoding_settings(directory, settings, overwrite=False):
+    """Writes `decoding.json` (a `DecodingSettings`) into a run directory, atomically.
+
+    Raises:
+        FileExistsError: the run already has one and `overwrite` is false.
+    """
+    path = os.path.join(directory, DECODING_FILE)
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path}: exists (decoding chosen earlier: {read_decoding_settings(directory).describe()}"
+                              "); pass --overwrite to replace it")
+    write_json(path, settings.to_dict())
+    return path
+
+
+def read_decoding_settings(directory):
+    """The run's `DecodingSettings` (from `decoding.json`), or `None` when it has none.
+
+    Raises:
+        RunFileError: the file is there but damaged (naming it).
+    """
+    path = os.path.join(directory, DECODING_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return DecodingSettings.from_dict(json.load(f))
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError) as error:
+        raise RunFileError(f"{path}: damaged or not written by keras-transformer tune ({error}); run tune again "
+                           "with --overwrite, or remove it") from None
+
+
 def load_run(directory):
     """Loads a run directory written by `train` (the model, its tokenizers and configuration) as a `Run`.
 
@@ -113,4 +148,5 @@ def load_run(directory):
         TransformerConfig.from_dict(config["model"]),
         TrainingConfig(**config["training"]),
         directory,
+        read_decoding_settings(directory),
     )

@@ -1,0 +1,189 @@
+"""`keras-transformer translate`, `evaluate` and `tune`: decoding a run directory or an exported model."""
+
+import os
+import sys
+
+from keras_transformer.cli.settings import length_penalty
+from keras_transformer.cli.settings import positive_int
+from keras_transformer.cli.settings import read_stdin_lines
+
+
+def _load_translator(path):
+    """`(translator, decoding)` for a run directory (from `train`), a preset, an exported SavedModel or a CTranslate2
+    directory; `decoding` is the run's `DecodingSettings` (`decoding.json`, from `tune`) or `None`."""
+    if os.path.exists(os.path.join(path, "keras_transformer_ctranslate2.json")):
+        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+
+        return CTranslate2Translator(path), None
+    if os.path.exists(os.path.join(path, "task.json")):
+        from keras_transformer.tasks import TransformerSeq2SeqLM
+
+        return TransformerSeq2SeqLM.from_preset(path), None
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        from keras_transformer.export.saved_model import SavedModelTranslator
+
+        return SavedModelTranslator(path), None
+    from keras_transformer.decoding.translator import Translator
+    from keras_transformer.runs.run import load_run
+
+    run = load_run(path)
+    return Translator(run.model, run.source_tokenizer, run.target_tokenizer), run.decoding
+
+
+def _decoding_arguments(args, translator, decoding):
+    """`translate()` keywords from `--beam-size`/`--length-penalty`, else the run's tuned choice (`decoding.json`),
+    else greedy; and the words that describe them."""
+    from keras_transformer.decoding.samplers import BeamSampler
+    from keras_transformer.decoding.translator import Translator
+
+    beam_size = args.beam_size if args.beam_size is not None else decoding.beam_size if decoding else 1
+    length_penalty = args.length_penalty
+    if length_penalty is None and decoding is not None and beam_size > 1:
+        length_penalty = decoding.length_penalty
+    kwargs = {"beam_size": beam_size}
+    if length_penalty is not None:
+        if not isinstance(translator, Translator):
+            raise ValueError(f"--length-penalty applies to run directories; {args.model} decodes with the length "
+                             "penalty it was exported with (export --length-penalty)")
+        kwargs["length_penalty"] = length_penalty
+    if beam_size == 1:
+        words = "greedy"
+    elif isinstance(translator, Translator):
+        alpha = length_penalty if length_penalty is not None else BeamSampler().length_penalty
+        words = f"beam {beam_size}, length penalty {alpha:g}"
+    else:
+        words = f"beam {beam_size}"
+    if decoding is not None and args.beam_size is None and args.length_penalty is None:
+        words += f" (decoding.json: {decoding.describe()})"
+    return kwargs, words
+
+
+def cmd_translate(args):
+    translator, decoding = _load_translator(args.model)
+    decoding_kwargs, _ = _decoding_arguments(args, translator, decoding)
+    lines = read_stdin_lines()
+    if args.plot_attention and not lines:
+        raise ValueError("--plot-attention needs at least one input line on stdin")
+    outputs = translator.translate(lines, batch_size=args.batch_size, max_length=args.max_length,
+                                   **decoding_kwargs) if lines else []
+    for line in outputs:
+        print(line)
+    sys.stdout.flush()
+    if args.plot_attention:
+        translator.plot_attention(lines[0], args.plot_attention, beam_size=decoding_kwargs["beam_size"])
+        print(f"wrote the cross-attention of the first sentence to {args.plot_attention}", file=sys.stderr)
+    return 0
+
+
+def cmd_evaluate(args):
+    import sacrebleu
+
+    from keras_transformer.data.corpus import read_parallel_corpus
+
+    corpus = read_parallel_corpus(args.src, args.ref)
+    if corpus.dropped_empty:
+        print(f"skipping {corpus.dropped_empty} pair(s) with a blank source or reference line "
+              f"({len(corpus)} scored)", file=sys.stderr)
+    if not len(corpus):
+        raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
+    translator, decoding = _load_translator(args.model)
+    decoding_kwargs, decoding_words = _decoding_arguments(args, translator, decoding)
+    hypotheses = translator.translate(list(corpus.sources), batch_size=args.batch_size, max_length=args.max_length,
+                                      verbose=1, **decoding_kwargs)
+    refs = [list(corpus.targets)]
+    bleu = sacrebleu.corpus_bleu(hypotheses, refs)
+    bleu_lc = sacrebleu.corpus_bleu(hypotheses, refs, lowercase=True)
+    chrf = sacrebleu.corpus_chrf(hypotheses, refs)
+    print(f"sentences: {len(hypotheses)}  decoding: {decoding_words}")
+    print(f"BLEU (cased, detokenized, sacreBLEU 13a) = {bleu.score:.2f}   {bleu}")
+    print(f"BLEU (lowercased)                        = {bleu_lc.score:.2f}")
+    print(f"chrF                                     = {chrf.score:.2f}")
+    if args.output:
+        from keras_transformer.atomic import write_text
+
+        write_text(args.output, "\n".join(hypotheses) + "\n")
+    return 0
+
+
+def cmd_tune(args):
+    from keras_transformer.data.corpus import read_parallel_corpus
+    from keras_transformer.decoding.translator import Translator
+    from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES, search_decoding
+    from keras_transformer.runs.layout import DECODING_FILE
+    from keras_transformer.runs.run import load_run, write_decoding_settings
+
+    target = os.path.join(args.run_dir, DECODING_FILE)
+    if os.path.exists(target) and not args.overwrite:  # before minutes of decoding, not after
+        raise FileExistsError(f"{target}: exists; pass --overwrite to choose the decoding again")
+    corpus = read_parallel_corpus(args.src, args.ref)
+    if not len(corpus):
+        raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
+    run = load_run(args.run_dir)
+    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    progress = 1 if sys.stdout.isatty() else 0
+    alphas = args.length_penalties or DEFAULT_LENGTH_PENALTIES
+
+    def translate(sources, beam_size, length_penalty):
+        return translator.translate(sources, beam_size=beam_size, batch_size=args.batch_size, verbose=progress,
+                                    length_penalty=length_penalty if beam_size > 1 else None)
+
+    def show(row):
+        print(f"beam {row['beam_size']}, length penalty {row['length_penalty']:g}: BLEU {row['bleu']:.2f}, "
+              f"chrF {row['chrf']:.2f} ({row['seconds']:.0f} s)", flush=True)
+
+    tuned_on = f"{os.path.basename(args.src)} / {os.path.basename(args.ref)}"
+    print(f"Choosing the decoding of {args.run_dir} on {len(corpus)} pairs of {tuned_on}: beam sizes "
+          f"{' '.join(map(str, args.beam_sizes))} x length penalties {' '.join(f'{a:g}' for a in alphas)}",
+          flush=True)
+    search = search_decoding(translate, corpus.sources, corpus.targets, beam_sizes=args.beam_sizes,
+                             length_penalties=alphas, tuned_on=tuned_on, on_row=show)
+    print(search.table())
+    path = write_decoding_settings(args.run_dir, search.best, overwrite=args.overwrite)
+    print(f"wrote {path}: translate, evaluate and export of this run now decode with {search.best.describe()}")
+    return 0
+
+
+def register(sub, common):
+    """Adds this module's subcommand(s) to the `keras-transformer` parser."""
+    def add_decoding_flags(p):
+        p.add_argument("--beam-size", type=positive_int, default=None,
+                       help="1 = greedy; the paper uses 4 (default: the run's choice from `tune`, else 1)")
+        p.add_argument("--length-penalty", type=length_penalty, default=None,
+                       help="GNMT's alpha for beam search (default: the run's choice from `tune`, else 0.6)")
+        p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
+        p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+
+    p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
+                       description="Read sentences on stdin (one per line), write translations on stdout.")
+    p.add_argument("model", help="run directory (from `train`), preset (`export --preset`), exported SavedModel or "
+                                 "CTranslate2 directory (`export --ctranslate2`)")
+    add_decoding_flags(p)
+    p.add_argument("--plot-attention", metavar="FILE.png",
+                   help="also save a heat map of the cross-attention for the first sentence")
+    p.set_defaults(func=cmd_translate)
+
+    p = sub.add_parser("evaluate", parents=[common], help="sacreBLEU and chrF on a test set",
+                       description="Translate --src and score against --ref with sacreBLEU (cased, detokenized; "
+                                   "also lowercased) and chrF.")
+    p.add_argument("model", help="run directory or exported SavedModel directory")
+    p.add_argument("--src", required=True, help="source sentences")
+    p.add_argument("--ref", required=True, help="reference translations")
+    p.add_argument("--output", help="also write the translations to this file")
+    add_decoding_flags(p)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("tune", parents=[common], help="choose beam size and length penalty on held-out data",
+                       description="Translate held-out pairs (a validation set, never the test set you report) "
+                                   "with each beam size and length penalty of a grid, score them with sacreBLEU, and "
+                                   "keep the best in RUN_DIR/decoding.json: translate, evaluate and export of the "
+                                   "run then decode with it by default.")
+    p.add_argument("run_dir", help="run directory written by `train`")
+    p.add_argument("--src", required=True, help="held-out source sentences")
+    p.add_argument("--ref", required=True, help="their reference translations")
+    p.add_argument("--beam-sizes", type=positive_int, nargs="+", default=[4], metavar="N",
+                   help="beam sizes to try (default 4)")
+    p.add_argument("--length-penalties", type=length_penalty, nargs="+", metavar="ALPHA",
+                   default=None, help="GNMT alphas to try (default 0 0.2 0.4 0.6 0.8 1 1.2 1.5 2)")
+    p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
+    p.add_argument("--overwrite", action="store_true", help="replace the run's decoding.json")
+    p.set_defaults(func=cmd_tune)

@@ -1,0 +1,152 @@
+"""Choosing the beam size and length penalty on a held-out set (never the test set).
+
+`search_decoding` translates the held-out sources once per (beam size, length penalty) of a grid, scores each
+with sacreBLEU (cased, detokenized, 13a; chrF beside it) and returns every row and the best one as a
+`DecodingSearch`. A run directory keeps the choice (`runs.run.write_decoding_settings`: `decoding.json`), and
+`translate`, `evaluate` and `export` decode with it by default. `keras-transformer tune` is the command line.
+
+The default grid is GNMT's length-penalty range (Wu et al., 2016, tuned alpha in [0, 1]) extended to 2, with
+the paper's beam 4.
+"""
+
+import dataclasses
+import time
+
+DEFAULT_LENGTH_PENALTIES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
+DEFAULT_BEAM_SIZES = (4,)
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingSettings:
+    """A decoding choice and where it came from (what `decoding.json` holds).
+
+    Example:
+
+    >>> settings = DecodingSettings(beam_size=4, length_penalty=1.0, bleu=41.2, chrf=60.1, sentences=1014,
+    ...                             tuned_on="val.de.gz / val.en.gz")
+    >>> DecodingSettings.from_dict(settings.to_dict()) == settings
+    True
+    >>> settings.describe()
+    'beam 4, length penalty 1.0 (tuned on val.de.gz / val.en.gz: BLEU 41.20)'
+    """
+
+    beam_size: int
+    length_penalty: float
+    bleu: float | None = None
+    chrf: float | None = None
+    sentences: int | None = None
+    tuned_on: str | None = None
+    grid: tuple = ()
+
+    def to_dict(self):
+        values = dataclasses.asdict(self)
+        values["grid"] = [dict(row) for row in self.grid]
+        return values
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown decoding settings {unknown}; known: {sorted(known)}")
+        values = dict(values)
+        values["grid"] = tuple(dict(row) for row in values.get("grid", ()))
+        settings = cls(**values)
+        _check_beam_size(settings.beam_size)
+        _check_length_penalty(settings.length_penalty)
+        return settings
+
+    def describe(self):
+        text = f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
+        if self.tuned_on:
+            text += f" (tuned on {self.tuned_on}" + (f": BLEU {self.bleu:.2f})" if self.bleu is not None else ")")
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingSearch:
+    """What `search_decoding` measured: one row per grid point, in grid order, and the best of them."""
+
+    rows: tuple
+    best: DecodingSettings
+
+    def table(self):
+        """The rows as text, one line each, the chosen one marked."""
+        lines = [f"{'beam':>4}  {'length penalty':>14}  {'BLEU':>6}  {'chrF':>6}  {'seconds':>7}"]
+        for row in self.rows:
+            chosen = (row["beam_size"], row["length_penalty"]) == (self.best.beam_size, self.best.length_penalty)
+            lines.append(f"{row['beam_size']:>4}  {row['length_penalty']:>14g}  {row['bleu']:>6.2f}  "
+                         f"{row['chrf']:>6.2f}  {row['seconds']:>7.1f}" + ("  <- chosen" if chosen else ""))
+        return "\n".join(lines)
+
+
+def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZES,
+                    length_penalties=DEFAULT_LENGTH_PENALTIES, tuned_on=None, on_row=None):
+    """Scores every (beam size, length penalty) of a grid on held-out pairs; the best by BLEU wins.
+
+    Args:
+        translate: `translate(sources, beam_size, length_penalty)` -> a list of translations (e.g. a
+            `Translator.translate` with those keywords).
+        sources, references: the held-out pairs (lists of strings, same length, at least one).
+        beam_sizes: widths to try (ints >= 1; width 1 is greedy, where the length penalty does not apply, so it
+            is tried once).
+        length_penalties: GNMT alphas to try (floats >= 0).
+        tuned_on: a description of the held-out set, kept with the result.
+        on_row: called with each row dict as it is measured (progress).
+
+    Returns:
+        A `DecodingSearch`. Ties go to the earlier grid point (smaller beam, then the grid's order of alphas).
+
+    Example:
+
+    >>> def translate(sources, beam_size, length_penalty):  # longer outputs with a larger alpha
+    ...     return [" ".join(["a", "dog"] + ["runs"] * int(length_penalty)) for _ in sources]
+    >>> search = search_decoding(translate, ["x", "y"], ["a dog runs", "a dog runs"], beam_sizes=[2],
+    ...                          length_penalties=[0.0, 1.0, 2.0])
+    >>> search.best.length_penalty, round(search.best.bleu, 1)
+    (1.0, 100.0)
+    """
+    import sacrebleu
+
+    sources, references = list(sources), list(references)
+    if not sources:
+        raise ValueError("search_decoding needs at least one held-out pair")
+    if len(sources) != len(references):
+        raise ValueError(f"search_decoding: {len(sources)} sources but {len(references)} references")
+    beam_sizes = [_check_beam_size(b) for b in beam_sizes]
+    length_penalties = [_check_length_penalty(a) for a in length_penalties]
+    if not beam_sizes or not length_penalties:
+        raise ValueError("search_decoding needs at least one beam size and one length penalty")
+    grid = []
+    for beam_size in dict.fromkeys(beam_sizes):
+        alphas = [0.0] if beam_size == 1 else list(dict.fromkeys(length_penalties))
+        grid.extend((beam_size, alpha) for alpha in alphas)
+    rows = []
+    for beam_size, alpha in grid:
+        start = time.perf_counter()
+        hypotheses = translate(sources, beam_size=beam_size, length_penalty=alpha)
+        seconds = time.perf_counter() - start
+        row = {"beam_size": beam_size, "length_penalty": alpha,
+               "bleu": float(sacrebleu.corpus_bleu(hypotheses, [references]).score),
+               "chrf": float(sacrebleu.corpus_chrf(hypotheses, [references]).score),
+               "seconds": round(seconds, 2)}
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    best = max(rows, key=lambda row: row["bleu"])  # max keeps the first of equal scores
+    settings = DecodingSettings(beam_size=best["beam_size"], length_penalty=best["length_penalty"],
+                                bleu=round(best["bleu"], 4), chrf=round(best["chrf"], 4), sentences=len(sources),
+                                tuned_on=tuned_on, grid=tuple(rows))
+    return DecodingSearch(rows=tuple(rows), best=settings)
+
+
+def _check_beam_size(value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"beam size must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _check_length_penalty(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 10.0:
+        raise ValueError(f"length penalty must be a number in [0, 10], got {value!r}")
+    return float(value)
