@@ -129,3 +129,27 @@ def test_serve_load_benchmark_reports_latency_for_each_engine_mode_and_client_co
                 assert re.search(rf"^{engine}\s+{mode}\s+{clients}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$",
                                  out, flags=re.M), (engine, mode, clients, out)
     assert re.search(r"^ct2\s+batched\s+3\s+.*\s1\.00$", out, flags=re.M), out
+
+
+@pytest.mark.slow
+def test_keras_hub_baseline_trains_within_its_budget_and_scores_val_and_test(tmp_path):
+    import gzip
+    import json
+
+    from keras_transformer.data.synthetic import make_synthetic_splits
+
+    train, heldout = make_synthetic_splits(200, 8, seed=1)
+    for split, corpus in (("train", train), ("val", heldout), ("test_2016_flickr", heldout)):
+        for lang, texts in (("de", corpus.sources), ("en", corpus.targets)):
+            with gzip.open(tmp_path / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("\n".join(texts) + "\n")
+    out = run_script("multi30k_keras_hub.py", "--data", str(tmp_path), "--output", str(tmp_path / "run"),
+                     "--max-epochs", "2", "--vocab-size", "200", "--embed-dim", "16", "--intermediate-dim", "32",
+                     "--num-heads", "2", "--sequence-length", "24", "--beam-size", "2")
+    for decoding in ("greedy", "beam 2"):
+        for split in ("val", "test2016"):
+            assert re.search(re.escape(decoding) + r"\s+\|\s+" + split + r"\s+\|\s+[\d.]+\s+\|\s+[\d.]+", out), out
+    results = json.load(open(tmp_path / "run" / "results.json"))
+    assert results["epochs"] == 2 and len(results["scores"]) == 4
+    assert results["scores"][0]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert len(open(tmp_path / "run" / "test2016.greedy.en").read().splitlines()) == len(heldout)
