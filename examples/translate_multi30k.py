@@ -30,6 +30,9 @@ def parse_args(argv=None):
     parser.add_argument("--src-lang", default="de")
     parser.add_argument("--tgt-lang", default="en")
     parser.add_argument("--epochs", type=int, help="override the config's epochs")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one setting of the config, e.g. --set dropout=0.1 --set seed=1 (YAML values; "
+                             "the ablations of docs/quality.md)")
     parser.add_argument("--steps-per-epoch", type=int, help="limit steps per epoch (smoke tests)")
     parser.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (smoke tests)")
     parser.add_argument("--max-test-pairs", type=int, help="score only the first N test pairs (smoke tests)")
@@ -71,6 +74,7 @@ def main(argv=None):
                                     name=corpus.name)
         val = read_parallel_corpus(path("val", src), path("val", tgt))
         settings = load_settings_file(args.config)
+        settings.update(parse_overrides(args.set))
         if args.epochs:
             settings["epochs"] = args.epochs
         if args.steps_per_epoch:
@@ -130,6 +134,22 @@ def main(argv=None):
               f"(all runs of this directory, resumes included); {results['parameters']:,} parameters")
     if train_seconds is not None:
         print(f"this call's wall time (training) {train_seconds / 60:.1f} min; results in {args.output}/results.json")
+
+
+def parse_overrides(items):
+    """`["dropout=0.1", "share_embeddings=false"]` -> `{"dropout": 0.1, "share_embeddings": False}`, checked."""
+    import yaml
+
+    from keras_transformer.validation import check_settings
+
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key.strip().replace("-", "_")] = yaml.safe_load(value)
+    check_settings(overrides)
+    return overrides
 
 
 def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pairs=None):
