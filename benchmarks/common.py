@@ -29,7 +29,7 @@ def measure_matmul_flops(size=2048, repeats=10, dtype="float32"):
 
     def run():
         out = ops.matmul(a, b)
-        ops.convert_to_numpy(out[0, 0])  # block until computed on every backend
+        ops.convert_to_numpy(ops.cast(out[0, 0], "float32"))  # block until computed (numpy has no bfloat16)
 
     # The best of the repeats: this is the ceiling the model's step is compared with, and a busy moment
     # during one repeat must not lower it (that would inflate the fraction reported against it).

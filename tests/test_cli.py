@@ -56,6 +56,21 @@ def test_train_help_lists_contract_flags(capsys):
         assert flag in text
 
 
+def test_each_dropout_has_its_own_flag_checked_before_training(tmp_path, capsys):
+    from keras_transformer.cli.settings import collect_settings
+
+    args = cli.build_parser().parse_args(["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"),
+                                          "--dropout", "0.3", "--attention-dropout", "0.1",
+                                          "--activation-dropout", "0"])
+    settings = collect_settings(args)
+    assert (settings["dropout"], settings["attention_dropout"], settings["activation_dropout"]) == (0.3, 0.1, 0.0)
+    assert cli.main(["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"),
+                     "--attention-dropout", "1.5"]) != 0
+    err = capsys.readouterr().err
+    assert "attention_dropout (--attention-dropout) = 1.5" in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_train_writes_a_complete_run_directory(tiny_run):
     _, out, _ = tiny_run
     for name in ("model.keras", "config.json", "history.json", "history.png", "tokenizers/source/vocab.txt"):

@@ -14,6 +14,7 @@ MODEL_FLAGS = [
     ("--num-heads", int, "attention heads"),
     ("--d-ff", int, "feed-forward hidden size"),
     ("--dropout", float, "dropout rate"),
+    ("--attention-dropout", float, "dropout on the attention weights (default: --dropout)"),
     ("--activation-dropout", float, "dropout inside the feed-forward networks (default: --dropout)"),
     ("--max-length", int, "longest sequence in tokens (longer sentences are truncated)"),
 ]
