@@ -30,7 +30,10 @@ def test_translate_reads_an_exported_saved_model(exported, saved_translator, mon
 
 
 def test_translate_explains_what_a_saved_model_cannot_do(exported, saved_translator, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_load_translator", lambda path: saved_translator)  # loaded once per session
+    from keras_transformer.cli import translate as translate_command
+
+    # the SavedModel is loaded once per session: `(translator, decoding)`, as for any exported model
+    monkeypatch.setattr(translate_command, "_load_translator", lambda path: (saved_translator, None))
     _stdin(monkeypatch, SENTENCES[:1])
     assert cli.main(["translate", exported["saved_model"], "--beam-size", "3"]) == 2
     assert "--beam-size 3" in capsys.readouterr().err
