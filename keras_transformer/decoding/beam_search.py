@@ -65,7 +65,10 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
-    longest_penalty = gnmt_length_penalty(max_length, length_penalty)
+    # alpha per row, [B, 1]: a Python float, a scalar or a [B] tensor (the compiled path passes it as an input, so
+    # one compiled loop serves every alpha `keras-transformer tune` tries).
+    alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((batch_size,), dtype="float32"), (-1, 1))
+    longest_penalty = gnmt_length_penalty(max_length, alpha)[:, 0]
 
     def gather_rows(sequences, index, width):
         """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
@@ -98,7 +101,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
         new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
         new_flag = ops.logical_and(new_flag, ops.greater(top_logp, primitives.NEG / 2))
-        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, length_penalty), primitives.NEG)
+        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, alpha), primitives.NEG)
         fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
         keep = ops.cast(keep, "int32")
         fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
@@ -133,6 +136,15 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     outputs = ops.while_loop(cond, body, loop_vars, maximum_iterations=max_length)
     fin_seq, fin_score = outputs[4], outputs[5]
     return fin_seq[:, 0], fin_score[:, 0]
+
+
+def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
+                             stop_early):
+    """`beam_search_with_parts` with `length_penalty` a float32 `[B]` tensor (checked by the caller)."""
+    with primitives.weights_read_once(parts):
+        return _beam_search(
+            parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
+        )
 
 
 def beam_search(
@@ -173,7 +185,8 @@ def beam_search(
         stop_early: bool. End the loop once every row is done (checked in the loop
             condition); `False` runs `max_length` steps with the same results.
         jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
-            on JAX), built once per model and settings and cached. The plain call runs eagerly;
+            on JAX), built once per model and settings and cached (the length penalty is an input
+            of that function, so trying many alphas compiles once). The plain call runs eagerly;
             inside your own `tf.function`/`jax.jit`, leave this `False`.
 
     Returns:
@@ -208,9 +221,11 @@ def beam_search(
     if jit_compile:
         from keras_transformer.decoding import compiled
 
-        tokens, scores = compiled.run_compiled(
-            model, parts, beam_search_with_parts, {"encoder_inputs": encoder_inputs}, settings
-        )
+        # The length penalty is an input of the compiled function, not a setting: a new alpha reuses the code.
+        alpha = settings.pop("length_penalty")
+        rows = primitives.concrete_int(ops.shape(encoder_inputs)[0])
+        inputs = {"encoder_inputs": encoder_inputs, "length_penalty": ops.full((rows,), alpha, dtype="float32")}
+        tokens, scores = compiled.run_compiled(model, parts, _beam_search_alpha_input, inputs, settings)
     else:
         tokens, scores = beam_search_with_parts(parts, encoder_inputs, **settings)
     tokens = primitives.trim_to_longest(tokens)

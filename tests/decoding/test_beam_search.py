@@ -96,6 +96,21 @@ def test_xla_compiled_function_matches_eager():
     np.testing.assert_allclose(to_numpy(scores), to_numpy(eager_scores), atol=1e-4)
 
 
+def test_eager_callers_compile_once_for_every_length_penalty():
+    from keras_transformer.decoding import compiled
+
+    model = tiny_model(num_layers=1, **VARIANTS["pre-norm-shared-tied"])
+    src = sources()
+    for alpha in (0.0, 1.5):  # the alpha is an input of the compiled loop: each gives its own eager results
+        eager, eager_scores = beam_search(model, src, 6, START, END, beam_size=3, length_penalty=alpha,
+                                          return_scores=True)
+        tokens, scores = beam_search(model, src, 6, START, END, beam_size=3, length_penalty=alpha,
+                                     return_scores=True, jit_compile=True)
+        np.testing.assert_array_equal(pad_to(tokens, 6), pad_to(eager, 6))
+        np.testing.assert_allclose(to_numpy(scores), to_numpy(eager_scores), atol=1e-4)
+    assert len(compiled._CACHE[model]) == 1
+
+
 def test_arguments_are_checked():
     model = tiny_model()
     src = sources()
