@@ -44,10 +44,9 @@ def beam_search_with_parts(
     parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
     beam_size = primitives.check_positive_int("beam_size", beam_size)
     length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
-    with primitives.weights_read_once(parts):
-        return _beam_search(
-            parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
-        )
+    return _beam_search_alpha_input(
+        parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early
+    )
 
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early):
@@ -140,7 +139,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
                              stop_early):
-    """`beam_search_with_parts` with `length_penalty` a float32 `[B]` tensor (checked by the caller)."""
+    """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
     with primitives.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
