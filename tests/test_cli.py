@@ -106,6 +106,29 @@ def test_evaluate_prints_sacrebleu_and_chrf(tiny_run, capsys):
     assert cli.main(["evaluate", out, "--src", src, "--ref", ref]) == 0
     text = capsys.readouterr().out
     assert "BLEU (cased, detokenized" in text and "chrF" in text
+    assert "signatures: BLEU nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in text
+
+
+def test_evaluate_report_holds_the_scores_of_the_written_translations(tiny_run, capsys):
+    import sacrebleu
+
+    root, out, heldout = tiny_run
+    src = _write(root / "report.src", heldout.sources[:10])
+    ref = _write(root / "report.ref", heldout.targets[:10])
+    hyp, report = str(root / "report.hyp"), str(root / "report.json")
+    assert cli.main(["evaluate", out, "--src", src, "--ref", ref, "--beam-size", "2", "--length-penalty", "1",
+                     "--output", hyp, "--report", report]) == 0
+    scores = json.load(open(report))
+    hypotheses = open(hyp, encoding="utf-8").read().split("\n")[:-1]
+    refs = [list(heldout.targets[:10])]
+    assert scores["sentences"] == len(hypotheses) == 10
+    assert (scores["beam_size"], scores["length_penalty"]) == (2, 1.0)
+    assert scores["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, refs).score, abs=1e-3)
+    assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hypotheses, refs).score, abs=1e-3)
+    assert scores["signatures"]["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert scores["signatures"]["bleu_lowercased"].startswith("nrefs:1|case:lc|")
+    assert scores["signatures"]["chrf"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|")
+    assert f"{scores['bleu']:.2f}" in capsys.readouterr().out
 
 
 def test_tune_chooses_on_held_out_data_and_evaluate_decodes_with_the_choice(tiny_run, tmp_path, capsys):

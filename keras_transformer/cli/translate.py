@@ -91,17 +91,29 @@ def cmd_evaluate(args):
     hypotheses = translator.translate(list(corpus.sources), batch_size=args.batch_size, max_length=args.max_length,
                                       verbose=1, **decoding_kwargs)
     refs = [list(corpus.targets)]
-    bleu = sacrebleu.corpus_bleu(hypotheses, refs)
-    bleu_lc = sacrebleu.corpus_bleu(hypotheses, refs, lowercase=True)
-    chrf = sacrebleu.corpus_chrf(hypotheses, refs)
+    metrics = {"bleu": sacrebleu.metrics.BLEU(), "bleu_lowercased": sacrebleu.metrics.BLEU(lowercase=True),
+               "chrf": sacrebleu.metrics.CHRF()}
+    scores = {name: metric.corpus_score(hypotheses, refs) for name, metric in metrics.items()}
+    signatures = {name: str(metric.get_signature()) for name, metric in metrics.items()}
+    bleu, bleu_lc, chrf = scores["bleu"], scores["bleu_lowercased"], scores["chrf"]
     print(f"sentences: {len(hypotheses)}  decoding: {decoding_words}")
     print(f"BLEU (cased, detokenized, sacreBLEU 13a) = {bleu.score:.2f}   {bleu}")
     print(f"BLEU (lowercased)                        = {bleu_lc.score:.2f}")
     print(f"chrF                                     = {chrf.score:.2f}")
+    print(f"signatures: BLEU {signatures['bleu']}  chrF {signatures['chrf']}")
     if args.output:
         from keras_transformer.atomic import write_text
 
         write_text(args.output, "\n".join(hypotheses) + "\n")
+    if args.report:
+        from keras_transformer.atomic import write_json
+
+        write_json(args.report, {
+            "model": args.model, "src": args.src, "ref": args.ref, "sentences": len(hypotheses),
+            "decoding": decoding_words, "beam_size": decoding_kwargs["beam_size"],
+            "length_penalty": decoding_kwargs.get("length_penalty"),
+            "bleu": round(bleu.score, 4), "bleu_lowercased": round(bleu_lc.score, 4), "chrf": round(chrf.score, 4),
+            "bleu_detail": str(bleu), "signatures": signatures})
     return 0
 
 
@@ -169,6 +181,8 @@ def register(sub, common):
     p.add_argument("--src", required=True, help="source sentences")
     p.add_argument("--ref", required=True, help="reference translations")
     p.add_argument("--output", help="also write the translations to this file")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="also write the scores, the decoding and sacreBLEU's signatures to this JSON file")
     add_decoding_flags(p)
     p.set_defaults(func=cmd_evaluate)
 
