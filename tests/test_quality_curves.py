@@ -29,3 +29,31 @@ def test_curves_use_cumulative_minutes_and_report_the_last_epoch(tmp_path):
     assert lines[1].split() == ["fast", "3", "4.0", "2.500", "0.750"]
     assert lines[2].split() == ["slow", "1", "5.0", "3.500", "0.650"]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bleu_figure_reads_each_runs_minutes_report_and_the_keras_hub_results(tmp_path):
+    _history(tmp_path / "a", [600, 1200], [3.0, 2.5])
+    _history(tmp_path / "b", [1800], [2.9])
+    for name, bleu in (("a", 41.5), ("b", 38.25)):
+        with open(tmp_path / name / "test2016.json", "w") as f:
+            json.dump({"bleu": bleu, "chrf": 60.0, "decoding": "beam 4, length penalty 1.5"}, f)
+    with open(tmp_path / "results.json", "w") as f:
+        json.dump({"training_minutes": 87.5, "scores": [
+            {"decoding": "greedy", "split": "test2016", "bleu": 30.0, "chrf": 50.0},
+            {"decoding": "beam 4", "split": "val", "bleu": 33.0, "chrf": 52.0},
+            {"decoding": "beam 4", "split": "test2016", "bleu": 31.5, "chrf": 51.0}]}, f)
+    out = tmp_path / "bleu.png"
+    script = os.path.join(ROOT, "tools", "quality_bleu.py")
+    result = subprocess.run([sys.executable, script, "--output", str(out), "--line", "OPUS-MT=40.5",
+                             f"recipe={tmp_path / 'a'}", f"recipe={tmp_path / 'b'}",
+                             f"keras-hub={tmp_path / 'results.json'}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split()[:4] for line in result.stdout.splitlines()[1:4]]
+    assert rows == [["recipe", "30.0", "41.50", "60.00"], ["recipe", "30.0", "38.25", "60.00"],
+                    ["keras-hub", "87.5", "31.50", "51.00"]]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A run without its report is named, with the command that writes it.
+    os.remove(tmp_path / "b" / "test2016.json")
+    result = subprocess.run([sys.executable, script, "--output", str(out), f"recipe={tmp_path / 'b'}"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "test2016.json: missing" in result.stderr
