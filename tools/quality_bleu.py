@@ -75,9 +75,8 @@ def main(argv=None):
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     for label, points in series.items():
-        points = sorted(points)
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", linestyle="-" if len(
-            {round(p[0]) for p in points}) > 1 else "none", label=label)
+        # Markers only: a line between two budgets would draw results that were never measured.
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", linestyle="none", label=label)
     for index, (label, value) in enumerate(lines):
         axes.axhline(value, color=f"C{len(series) + index}", linestyle="--", linewidth=1, label=f"{label}: {value:g}")
     axes.set_xlabel("training minutes (2 CPU cores)")
