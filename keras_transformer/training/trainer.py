@@ -238,6 +238,9 @@ def train(
         if val_source is not None:
             val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
                                         shard=placement.shard, **batching)
+            if val_source.num_pairs <= EXACT_COUNT_LIMIT:
+                # A known length: the first validation pass ends without Keras's "Your input ran out of data".
+                val_ds = with_known_length(val_ds, count_batches(val_ds))
         # The epoch length is counted on the whole global batches; each process then reads its rows of them.
         whole_batches = training_batches()
         steps, exact = _steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
