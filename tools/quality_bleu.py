@@ -18,15 +18,15 @@ import sys
 
 def run_point(run_dir, report_name):
     """(training minutes, BLEU, chrF) of a run directory and its evaluate report."""
-    with open(os.path.join(run_dir, "history.json"), encoding="utf-8") as f:
-        epochs = json.load(f)["epochs"]
+    from quality_curves import load_curve  # tools/quality_curves.py: the cumulative minutes of each epoch
+
+    minutes = load_curve(run_dir)["minutes"][-1]
     report_path = os.path.join(run_dir, report_name)
     if not os.path.exists(report_path):
         raise SystemExit(f"{report_path}: missing; write it with `keras-transformer evaluate {run_dir} --src ... "
                          f"--ref ... --report {report_path}`")
     with open(report_path, encoding="utf-8") as f:
         report = json.load(f)
-    minutes = sum(epoch["epoch_seconds"] for epoch in epochs) / 60
     return minutes, report["bleu"], report["chrf"], report["decoding"]
 
 
@@ -49,7 +49,8 @@ def main(argv=None):
                         help="a horizontal reference line (repeatable)")
     parser.add_argument("--title", default="Multi30k de->en, test2016, beam 4 (cased sacreBLEU)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tools = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [os.path.dirname(tools), tools]
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
