@@ -84,7 +84,7 @@ def main(argv=None):
     axes.set_ylabel("BLEU")
     axes.set_title(args.title, fontsize=10)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="best")  # "best" keeps it off the points (a low baseline sat under "lower right")
     figure.tight_layout()
     with atomic_path(args.output) as temporary:
         figure.savefig(temporary, format="png", dpi=90)
