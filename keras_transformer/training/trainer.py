@@ -20,6 +20,7 @@ import numpy as np
 from keras_transformer.data import train_tokenizers
 from keras_transformer.data.pipeline import DataPosition
 from keras_transformer.data.pipeline import count_batches
+from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.pipeline import with_known_length
 from keras_transformer.data.pipeline import make_epoch_dataset
 from keras_transformer.data.streaming import pairs_source
@@ -240,7 +241,7 @@ def train(
                                         shard=placement.shard, **batching)
             if val_source.num_pairs <= EXACT_COUNT_LIMIT:
                 # A known length: the first validation pass ends without Keras's "Your input ran out of data".
-                val_ds = with_known_length(val_ds, count_batches(val_ds))
+                val_ds, _ = with_batch_count(val_ds)
         # The epoch length is counted on the whole global batches; each process then reads its rows of them.
         whole_batches = training_batches()
         steps, exact = _steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
