@@ -181,7 +181,8 @@ class FitCosineToBudget(keras.callbacks.Callback):
     the last of them (never past `max_epochs`): from the current step the learning rate goes on, without a jump,
     to zero there. Training stops at that epoch end. Moving the horizon out again needs the extra epochs to fit
     with `growth_margin` to spare (an epoch time near the boundary would otherwise move it back and forth, and
-    an epoch that then does not fit would end training above zero).
+    an epoch that then does not fit would end training above zero). Once an epoch end reaches the horizon the
+    learning rate is zero, so the horizon is not moved out again even if a faster epoch leaves time for another.
 
     Args:
         schedule: a `WarmupCosineDecay` (what `make_schedule(..., decay="cosine")` returns).
@@ -243,7 +244,11 @@ class FitCosineToBudget(keras.callbacks.Callback):
             return done + max(0, int(remaining // seconds_each)) if seconds_each > 0 else self.max_epochs
 
         fits = fitting(per_epoch)
-        if self.horizon is not None and fits > self.horizon:
+        if self.horizon is not None and done >= self.horizon:
+            # The decay has ended: the learning rate is 0 and a later horizon would go on from 0, so an epoch
+            # more would not train. Training stops here instead.
+            fits = self.horizon
+        elif self.horizon is not None and fits > self.horizon:
             fits = max(self.horizon, fitting(per_epoch * (1.0 + self.growth_margin)))
         horizon = max(done, min(self.max_epochs, fits))
         # The decay must end after the warm-up (WarmupCosineDecay requires it).

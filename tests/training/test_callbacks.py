@@ -297,3 +297,33 @@ def test_fit_cosine_to_budget_moves_the_horizon_out_only_with_a_margin(clock, gr
     # leaves 51 s: 5 more at the median 10 s (back to 10), but not at 11 s with the 10% margin.
     assert horizons == [10, 10, 10, 9, final_horizon]
     assert schedule.total_steps == final_horizon * STEPS_PER_EPOCH
+
+
+def test_fit_cosine_to_budget_stops_once_the_decay_has_ended(clock):
+    """An epoch end that reaches the horizon stops training, even if the budget now fits another epoch: the
+    learning rate is 0 there and an epoch more would run at 0 (seen on Multi30k: a 17th epoch left the
+    validation loss unchanged to the last digit)."""
+    from keras_transformer.training import FitCosineToBudget
+    from keras_transformer.training import TimeBudget
+
+    model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
+    budget = TimeBudget(100.0, verbose=0)
+    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20, verbose=0)
+    budget.set_model(model)
+    fitter.set_model(model)
+    budget.on_train_begin()
+    fitter.on_train_begin()
+    horizons, stopped = [], []
+    for epoch, seconds in enumerate([10, 40, 10]):
+        budget.on_epoch_begin(epoch)
+        clock.now += seconds
+        budget.on_epoch_end(epoch)
+        fitter.on_epoch_end(epoch)
+        horizons.append(fitter.horizon)
+        stopped.append(bool(model.stop_training))
+    # 10 s: 9 more fit (10); a 40 s epoch leaves 50 s: 1 more (3). The third epoch (10 s) makes the median 25 s
+    # and leaves 40 s, room for a 4th even with the margin, but the decay already ended with epoch 3.
+    assert horizons == [10, 3, 3]
+    assert stopped == [False, False, True]
+    assert schedule.total_steps == 3 * STEPS_PER_EPOCH
+    assert float(schedule(3 * STEPS_PER_EPOCH)) == 0.0
