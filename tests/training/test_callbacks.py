@@ -273,26 +273,33 @@ def test_fit_cosine_to_budget_resumes_with_the_fitted_horizon(tmp_path, clock):
     assert float(resumed.optimizer.learning_rate) == 0.0
 
 
-@pytest.mark.parametrize("growth_margin, final_horizon", [(0.1, 9), (0.0, 10)])
-def test_fit_cosine_to_budget_moves_the_horizon_out_only_with_a_margin(clock, growth_margin, final_horizon):
+def fit_cosine_over_epochs(clock, epoch_seconds, **fitter_kwargs):
+    """Drives a `TimeBudget` of 100 s and a `FitCosineToBudget` (20 epochs at most) through epochs of the given
+    lengths without training; returns the schedule, the horizon after each epoch and whether training stopped."""
     from keras_transformer.training import FitCosineToBudget
     from keras_transformer.training import TimeBudget
 
     model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
     budget = TimeBudget(100.0, verbose=0)
-    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20, growth_margin=growth_margin,
-                               verbose=0)
+    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20, verbose=0, **fitter_kwargs)
     budget.set_model(model)
     fitter.set_model(model)
     budget.on_train_begin()
     fitter.on_train_begin()
-    horizons = []
-    for epoch, seconds in enumerate([10, 10, 10, 14, 5]):
+    horizons, stopped = [], []
+    for epoch, seconds in enumerate(epoch_seconds):
         budget.on_epoch_begin(epoch)  # the budget times the epochs; the fitter reads its times
         clock.now += seconds
         budget.on_epoch_end(epoch)
         fitter.on_epoch_end(epoch)
         horizons.append(fitter.horizon)
+        stopped.append(bool(model.stop_training))
+    return schedule, horizons, stopped
+
+
+@pytest.mark.parametrize("growth_margin, final_horizon", [(0.1, 9), (0.0, 10)])
+def test_fit_cosine_to_budget_moves_the_horizon_out_only_with_a_margin(clock, growth_margin, final_horizon):
+    schedule, horizons, _ = fit_cosine_over_epochs(clock, [10, 10, 10, 14, 5], growth_margin=growth_margin)
     # 3 x 10 s: 7 more fit in the 70 s left (horizon 10); a 14 s epoch: 56 s left fit 5 (9). Then a 5 s epoch
     # leaves 51 s: 5 more at the median 10 s (back to 10), but not at 11 s with the 10% margin.
     assert horizons == [10, 10, 10, 9, final_horizon]
@@ -303,24 +310,7 @@ def test_fit_cosine_to_budget_stops_once_the_decay_has_ended(clock):
     """An epoch end that reaches the horizon stops training, even if the budget now fits another epoch: the
     learning rate is 0 there and an epoch more would run at 0 (seen on Multi30k: a 17th epoch left the
     validation loss unchanged to the last digit)."""
-    from keras_transformer.training import FitCosineToBudget
-    from keras_transformer.training import TimeBudget
-
-    model, schedule = cosine_model(total_steps=20 * STEPS_PER_EPOCH)
-    budget = TimeBudget(100.0, verbose=0)
-    fitter = FitCosineToBudget(schedule, STEPS_PER_EPOCH, budget, max_epochs=20, verbose=0)
-    budget.set_model(model)
-    fitter.set_model(model)
-    budget.on_train_begin()
-    fitter.on_train_begin()
-    horizons, stopped = [], []
-    for epoch, seconds in enumerate([10, 40, 10]):
-        budget.on_epoch_begin(epoch)
-        clock.now += seconds
-        budget.on_epoch_end(epoch)
-        fitter.on_epoch_end(epoch)
-        horizons.append(fitter.horizon)
-        stopped.append(bool(model.stop_training))
+    schedule, horizons, stopped = fit_cosine_over_epochs(clock, [10, 40, 10])
     # 10 s: 9 more fit (10); a 40 s epoch leaves 50 s: 1 more (3). The third epoch (10 s) makes the median 25 s
     # and leaves 40 s, room for a 4th even with the margin, but the decay already ended with epoch 3.
     assert horizons == [10, 3, 3]
