@@ -46,11 +46,12 @@ def test_bleu_figure_reads_each_runs_minutes_report_and_the_keras_hub_results(tm
     script = os.path.join(ROOT, "tools", "quality_bleu.py")
     result = subprocess.run([sys.executable, script, "--output", str(out), "--line", "OPUS-MT=40.5",
                              f"recipe={tmp_path / 'a'}", f"recipe={tmp_path / 'b'}",
-                             f"keras-hub={tmp_path / 'results.json'}"], capture_output=True, text=True, timeout=120)
+                             f"keras-hub={tmp_path / 'results.json'}", "earlier=86.7,41.52,60.56"],
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    rows = [line.split()[:4] for line in result.stdout.splitlines()[1:4]]
+    rows = [line.split()[:4] for line in result.stdout.splitlines()[1:5]]
     assert rows == [["recipe", "30.0", "41.50", "60.00"], ["recipe", "30.0", "38.25", "60.00"],
-                    ["keras-hub", "87.5", "31.50", "51.00"]]
+                    ["keras-hub", "87.5", "31.50", "51.00"], ["earlier", "86.7", "41.52", "60.56"]]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A run without its report is named, with the command that writes it.
     os.remove(tmp_path / "b" / "test2016.json")

@@ -6,7 +6,9 @@
 
 Each point is LABEL=RUN_DIR: the run's training minutes (the sum of its epochs' wall times in history.json) and the
 scores `keras-transformer evaluate RUN_DIR ... --report RUN_DIR/test2016.json` wrote (`--report-name` changes the
-file name). A LABEL=results.json point is `benchmarks/multi30k_keras_hub.py`'s output (its beam row on test2016).
+file name). A LABEL=results.json point is `benchmarks/multi30k_keras_hub.py`'s output (its beam row on test2016). A
+LABEL=MINUTES,BLEU,CHRF point is a measurement typed in from docs/quality.md's tables, for runs whose directories
+are gone (each session gets a fresh machine; docs/quality_runs/ keeps the records of the runs since 2026-11-26).
 Points that share a label share a colour (seeds, budgets of one recipe); a table of every point is printed too.
 """
 
@@ -40,9 +42,21 @@ def keras_hub_point(results_path, split="test2016"):
     return results["training_minutes"], rows[0]["bleu"], rows[0]["chrf"], rows[0]["decoding"]
 
 
+def literal_point(text):
+    """(training minutes, BLEU, chrF) typed as MINUTES,BLEU,CHRF; None if `text` is not three numbers."""
+    parts = text.split(",")
+    if len(parts) != 3:
+        return None
+    try:
+        minutes, bleu, chrf = (float(part) for part in parts)
+    except ValueError:
+        return None
+    return minutes, bleu, chrf, "as documented"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("points", nargs="+", metavar="LABEL=RUN_DIR|results.json")
+    parser.add_argument("points", nargs="+", metavar="LABEL=RUN_DIR|results.json|MINUTES,BLEU,CHRF")
     parser.add_argument("--output", required=True, help="PNG file to write")
     parser.add_argument("--report-name", default="test2016.json", help="evaluate's report inside each run directory")
     parser.add_argument("--line", action="append", default=[], metavar="LABEL=BLEU",
@@ -60,8 +74,10 @@ def main(argv=None):
     for item in args.points:
         label, sep, path = item.partition("=")
         if not sep:
-            parser.error(f"{item!r}: expected LABEL=RUN_DIR or LABEL=results.json")
-        point = keras_hub_point(path) if path.endswith(".json") else run_point(path, args.report_name)
+            parser.error(f"{item!r}: expected LABEL=RUN_DIR, LABEL=results.json or LABEL=MINUTES,BLEU,CHRF")
+        point = literal_point(path)
+        if point is None:
+            point = keras_hub_point(path) if path.endswith(".json") else run_point(path, args.report_name)
         series.setdefault(label, []).append(point)
         table.append((label, path) + point)
     lines = []
