@@ -29,8 +29,10 @@ Usage:
 """
 
 import argparse
+import atexit
 import importlib.util
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -289,6 +291,7 @@ def main(argv=None):
                     functions.append((name, xla, fn))
                 if fn is not None and args.saved_model and hasattr(decode, "tracked"):
                     directory = tempfile.mkdtemp(prefix="decode_saved_model_")
+                    atexit.register(shutil.rmtree, directory, ignore_errors=True)  # loaded until the run ends
                     loaded = saved_model_function(decode, xla, directory)
                     np.asarray(ops.convert_to_numpy(loaded(ids)))  # warm-up
                     functions.append((f"{name} [SavedModel]", xla, loaded))

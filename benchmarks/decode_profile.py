@@ -79,12 +79,12 @@ def profile(fn, ids, repeats):
 
     for _ in range(2):
         fn(ids).numpy()  # trace, compile, warm up
-    logdir = tempfile.mkdtemp(prefix="decode_profile_")
-    tf.profiler.experimental.start(logdir)
-    for _ in range(repeats):
-        fn(ids).numpy()
-    tf.profiler.experimental.stop()
-    return op_times(logdir)
+    with tempfile.TemporaryDirectory(prefix="decode_profile_") as logdir:  # the trace is read, then removed
+        tf.profiler.experimental.start(logdir)
+        for _ in range(repeats):
+            fn(ids).numpy()
+        tf.profiler.experimental.stop()
+        return op_times(logdir)
 
 
 def main(argv=None):

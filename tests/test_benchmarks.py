@@ -11,8 +11,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_MODEL = ["--d-model", "32", "--d-ff", "64"]
 
 
-def run_script(name, *args):
+def run_script(name, *args, tmpdir=None):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    if tmpdir is not None:  # the script's temporary files go there, so a test can see what it leaves behind
+        env["TMPDIR"] = str(tmpdir)
     result = subprocess.run(
         [sys.executable, "-W", "ignore", os.path.join(ROOT, "benchmarks", name), *args],
         capture_output=True, text=True, env=env, timeout=600,
@@ -22,11 +24,12 @@ def run_script(name, *args):
 
 
 @pytest.mark.slow
-def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model():
+def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model(tmp_path):
     out = run_script(
         "decode.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60", "--tokens", "3",
-        "--batch-sizes", "2", "--repeats", "1", "--source-length", "5", "--saved-model",
+        "--batch-sizes", "2", "--repeats", "1", "--source-length", "5", "--saved-model", tmpdir=tmp_path,
     )
+    assert not list(tmp_path.glob("decode_saved_model_*")), "the benchmark's SavedModels were left in TMPDIR"
     for row in ("ours (cached)", "keras-hub (cached)", "re-decode (prefix)", "re-decode (fixed buffer)",
                 "ours (cached) [SavedModel]", "keras-hub (cached) [SavedModel]"):
         assert re.search(re.escape(row) + r"\s+2\s+(yes|no)\s+[\d.]+\s+\d+", out), (row, out)
@@ -54,11 +57,13 @@ def test_train_step_benchmark_reports_both_implementations_and_the_ratio():
 
 
 @pytest.mark.slow
-def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops():
+def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops(tmp_path):
     out = run_script(
         "decode_profile.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60",
         "--tokens", "3", "--batch-size", "2", "--repeats", "1", "--source-length", "5", "--top", "3",
+        tmpdir=tmp_path,
     )
+    assert not list(tmp_path.glob("decode_profile_*")), "the profiler traces were left in TMPDIR"
     assert re.search(r"whole step \(decode\)\s+\d+\s+\d+", out), out
     # One decoder block (projections, attention products, FFN) and the output projection: 8+ matmuls per step.
     counts = [int(n) for n in re.findall(r"\((\d+) ops\)", out.split("matmuls", 1)[1].splitlines()[0])]
