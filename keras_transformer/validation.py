@@ -125,6 +125,7 @@ MODEL_RULES = {
     "num_decoder_layers": _int(1, 1000, optional=True),
     "attention_dropout": _rate(optional=True),
     "activation_dropout": _rate(optional=True),
+    "word_dropout": _rate(),
     "activation": _Rule("choice", choices=_ACTIVATIONS),
     "norm_first": _Rule("bool"),
     "layer_norm_epsilon": _Rule("float", above=0, below=1),

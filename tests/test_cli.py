@@ -61,13 +61,14 @@ def test_each_dropout_has_its_own_flag_checked_before_training(tmp_path, capsys)
 
     args = cli.build_parser().parse_args(["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"),
                                           "--dropout", "0.3", "--attention-dropout", "0.1",
-                                          "--activation-dropout", "0"])
+                                          "--activation-dropout", "0", "--word-dropout", "0.1"])
     settings = collect_settings(args)
     assert (settings["dropout"], settings["attention_dropout"], settings["activation_dropout"]) == (0.3, 0.1, 0.0)
-    assert cli.main(["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"),
-                     "--attention-dropout", "1.5"]) != 0
-    err = capsys.readouterr().err
-    assert "attention_dropout (--attention-dropout) = 1.5" in err
+    assert settings["word_dropout"] == 0.1
+    for flag in ("--attention-dropout", "--word-dropout"):
+        assert cli.main(["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"), flag, "1.5"]) != 0
+        err = capsys.readouterr().err
+        assert f"{flag[2:].replace('-', '_')} ({flag}) = 1.5" in err
     assert not (tmp_path / "run").exists()
 
 

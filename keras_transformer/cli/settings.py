@@ -16,6 +16,7 @@ MODEL_FLAGS = [
     ("--dropout", float, "dropout rate"),
     ("--attention-dropout", float, "dropout on the attention weights (default: --dropout)"),
     ("--activation-dropout", float, "dropout inside the feed-forward networks (default: --dropout)"),
+    ("--word-dropout", float, "fraction of whole source and target-input tokens dropped in training (default 0)"),
     ("--max-length", int, "longest sequence in tokens (longer sentences are truncated)"),
 ]
 TRAINING_FLAGS = [

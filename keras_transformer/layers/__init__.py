@@ -6,6 +6,7 @@ from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.layers.rotary_embedding import RotaryEmbedding
 from keras_transformer.layers.transformer_decoder import TransformerDecoder
 from keras_transformer.layers.transformer_encoder import TransformerEncoder
+from keras_transformer.layers.word_dropout import WordDropout
 
 __all__ = [
     "HashDropout",
@@ -14,4 +15,5 @@ __all__ = [
     "RotaryEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",
+    "WordDropout",
 ]

@@ -10,6 +10,7 @@ from keras_transformer.layers import (
     PositionalEmbedding,
     TransformerDecoder,
     TransformerEncoder,
+    WordDropout,
 )
 from keras_transformer.models.output_projection import OutputProjection
 from keras_transformer.validation import check_model
@@ -39,6 +40,7 @@ class TransformerConfig:
     num_decoder_layers: int | None = None
     attention_dropout: float | None = None
     activation_dropout: float | None = None
+    word_dropout: float = 0.0
     activation: str = "relu"
     norm_first: bool = False
     layer_norm_epsilon: float = 1e-6
@@ -88,6 +90,7 @@ def build_transformer(
     num_decoder_layers=None,
     attention_dropout=None,
     activation_dropout=None,
+    word_dropout=0.0,
     activation="relu",
     norm_first=False,
     layer_norm_epsilon=1e-6,
@@ -113,6 +116,8 @@ def build_transformer(
         attention_dropout: float. Dropout on attention weights; defaults to `dropout`.
         activation_dropout: float. Dropout inside the FFN (on its hidden activations); defaults to
             `dropout`. 0 is the paper's block; it also saves the widest random mask of the step.
+        word_dropout: float. Fraction of whole tokens dropped from the source and the decoder input in training
+            (`WordDropout` after each embedding; Sennrich and Zhang, 2019). 0 (the default) adds no layer.
         activation: str. FFN activation (`"relu"` in the paper).
         norm_first: bool. Pre-norm blocks plus a final layer norm on each side.
         layer_norm_epsilon: float.
@@ -147,6 +152,7 @@ def build_transformer(
         num_decoder_layers=num_decoder_layers,
         attention_dropout=attention_dropout,
         activation_dropout=activation_dropout,
+        word_dropout=word_dropout,
         activation=activation,
         norm_first=norm_first,
         layer_norm_epsilon=layer_norm_epsilon,
@@ -195,6 +201,7 @@ class TransformerModel(keras.Model):
         num_decoder_layers=None,
         attention_dropout=None,
         activation_dropout=None,
+        word_dropout=0.0,
         activation="relu",
         norm_first=False,
         layer_norm_epsilon=1e-6,
@@ -210,7 +217,8 @@ class TransformerModel(keras.Model):
             src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, num_layers=num_layers, d_model=d_model,
             num_heads=num_heads, d_ff=d_ff, dropout=dropout, max_length=max_length,
             num_encoder_layers=num_encoder_layers, num_decoder_layers=num_decoder_layers,
-            attention_dropout=attention_dropout, activation_dropout=activation_dropout, activation=activation,
+            attention_dropout=attention_dropout, activation_dropout=activation_dropout, word_dropout=word_dropout,
+            activation=activation,
             norm_first=norm_first, layer_norm_epsilon=layer_norm_epsilon, position=position, use_rotary=use_rotary,
             use_bias=use_bias, share_embeddings=share_embeddings, tie_output=tie_output,
         )
@@ -245,6 +253,8 @@ class TransformerModel(keras.Model):
             tgt_embedding = embedding(tgt_vocab_size, "decoder_embedding")
 
         x = src_embedding(encoder_inputs)
+        if word_dropout:
+            x = WordDropout(word_dropout, name="encoder_word_dropout")(x)
         x = HashDropout(dropout, name="encoder_embedding_dropout")(x)
         for i in range(n_enc):
             encoder_layers.append(TransformerEncoder(**block_args, name=f"encoder_layer_{i}"))
@@ -255,6 +265,8 @@ class TransformerModel(keras.Model):
         encoder_outputs = x
 
         y = tgt_embedding(decoder_inputs)
+        if word_dropout:
+            y = WordDropout(word_dropout, name="decoder_word_dropout")(y)
         y = HashDropout(dropout, name="decoder_embedding_dropout")(y)
         for i in range(n_dec):
             decoder_layers.append(TransformerDecoder(**block_args, name=f"decoder_layer_{i}"))

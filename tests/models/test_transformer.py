@@ -117,6 +117,23 @@ def test_config_round_trips_through_json_and_builds():
         TransformerConfig.from_dict({"src_vocab_size": 4, "tgt_vocab_size": 4, "layers": 2})
 
 
+def test_word_dropout_drops_tokens_in_training_only_and_round_trips():
+    config = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, word_dropout=0.3, dropout=0.0, **SMALL)
+    model = config.build()
+    names = [layer.name for layer in model.layers]
+    assert "encoder_word_dropout" in names and "decoder_word_dropout" in names
+    assert "encoder_word_dropout" not in [layer.name for layer in build_transformer(50, 50, **SMALL).layers]
+    plain = build_transformer(50, 50, dropout=0.0, **SMALL)
+    plain.set_weights(model.get_weights())
+    batch = _batch(50, 50)
+    # At inference the model is the same function as without word dropout; in training it is not.
+    np.testing.assert_allclose(_np(model(batch, training=False)), _np(plain(batch)), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(_np(model(batch, training=True)), _np(plain(batch)), atol=1e-3)
+    restored = type(model).from_config(model.get_config())
+    assert restored.get_config()["word_dropout"] == 0.3
+    assert TransformerConfig.from_json(config.to_json()) == config
+
+
 @pytest.mark.parametrize("options", [{}, {"norm_first": True, "share_embeddings": True, "tie_output": True}])
 def test_parts_decode_step_matches_full_forward(options):
     model = build_transformer(50, 50, **SMALL, **options)
