@@ -66,7 +66,7 @@ class HashDropout(keras.layers.Layer):
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not 0 <= rate < 1:
-            raise ValueError(f"HashDropout `rate` must be in [0, 1); got {rate}.")
+            raise ValueError(f"{type(self).__name__} `rate` must be in [0, 1); got {rate}.")
         self.rate = rate
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)

@@ -1,15 +1,18 @@
 import keras
 from keras import ops
 
+from keras_transformer.layers.hash_dropout import HashDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class WordDropout(keras.layers.Layer):
+class WordDropout(HashDropout):
     """Dropout of whole tokens: in training, each token's vector is zeroed with probability `rate`.
 
     Where ordinary dropout zeroes single features, word dropout removes whole input words: for a
     `[batch, length, features]` input, one keep/drop decision is drawn per `(batch, position)` and applied to all
     the features of that position; kept vectors are scaled by `1 / (1 - rate)`, as with `keras.layers.Dropout`
-    and a `noise_shape` of `(batch, length, 1)`. Placed after an embedding it makes the model translate with some
+    and a `noise_shape` of `(batch, length, 1)`. The decisions are `HashDropout`'s (hashed bits, cheap under
+    XLA), drawn for one value per token. Placed after an embedding it makes the model translate with some
     of its input words missing, a regularizer recommended for low-resource translation (Sennrich and Zhang, 2019,
     who apply it to source and target words). At inference it is the identity. The Keras padding mask passes
     through unchanged, so a dropped word still occupies its position.
@@ -35,29 +38,10 @@ class WordDropout(keras.layers.Layer):
         - [Sennrich and Zhang, 2019](https://aclanthology.org/P19-1021/) (word dropout at low resource)
     """
 
-    def __init__(self, rate, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if not 0 <= rate < 1:
-            raise ValueError(f"WordDropout `rate` must be in [0, 1); got {rate}.")
-        self.rate = rate
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-        self.supports_masking = True
-        self.built = True
-
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
         shape = ops.shape(inputs)
-        draws = keras.random.uniform((shape[0], shape[1], 1), seed=self.seed_generator)
-        keep = ops.greater_equal(draws, self.rate)
-        scale = ops.cast(1.0 / (1.0 - self.rate), inputs.dtype)
-        return ops.where(keep, inputs * scale, ops.zeros_like(inputs))
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"rate": self.rate, "seed": self.seed})
-        return config
+        # HashDropout's mask (0 or 1 / (1 - rate)) drawn for one feature per token, broadcast over the features.
+        token_scale = super().call(ops.ones((shape[0], shape[1], 1), dtype=inputs.dtype), training=True)
+        return inputs * token_scale

@@ -64,3 +64,15 @@ def test_rejects_a_rate_outside_zero_to_one():
     for rate in (1.0, -0.1):
         with pytest.raises(ValueError, match=r"WordDropout `rate` must be in \[0, 1\)"):
             WordDropout(rate)
+
+
+@pytest.mark.tensorflow_only
+def test_drops_whole_tokens_under_xla_with_an_unknown_batch_and_length():
+    import tensorflow as tf
+
+    layer = WordDropout(0.5, seed=4)
+    step = tf.function(lambda x: layer(x, training=True), jit_compile=True,
+                       input_signature=[tf.TensorSpec((None, None, 8), tf.float32)])
+    out = step(tf.ones((16, 12, 8))).numpy()
+    kept = out != 0
+    assert (kept.all(axis=-1) | ~kept.any(axis=-1)).all() and 0 < kept.mean() < 1
