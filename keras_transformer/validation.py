@@ -148,6 +148,7 @@ TRAINING_RULES = {
     "lr_scale": _positive(),
     "decay": _Rule("choice", choices=("inverse_sqrt", "cosine")),
     "label_smoothing": _rate(),
+    "rdrop": _Rule("float", minimum=0, maximum=1000),
     "clipnorm": _positive(optional=True),
     "patience": _int(1, optional=True),
     "average_last": _int(1, 1000),

@@ -27,6 +27,8 @@ TRAINING_FLAGS = [
     ("--warmup-steps", int, "learning-rate warm-up steps"),
     ("--lr-scale", float, "multiplies the paper's learning-rate schedule"),
     ("--label-smoothing", float, "label smoothing of the loss"),
+    ("--rdrop", float, "R-Drop: weight of the consistency loss between two dropout passes of each batch "
+                       "(default 0: off; each step then costs about twice as much)"),
     ("--patience", int, "stop after this many epochs without validation improvement"),
     ("--average-last", int, "average the weights of the last N epochs at the end"),
     ("--max-minutes", float, "stop before this much training wall time (counted across resumes)"),

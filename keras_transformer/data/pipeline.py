@@ -322,6 +322,17 @@ def _shard_rows(batch, index, count):
     return tf.nest.map_structure(take, batch)
 
 
+def duplicate_rows(dataset):
+    """Each batch `(inputs, labels)` stacked on itself: row `i + n` repeats row `i` of an `n`-row batch.
+
+    R-Drop's input (`MaskedSparseCategoricalCrossentropy(rdrop=...)`): the two copies of a sentence pass through
+    the model with different dropout masks in one step, and the loss pulls their predictions together.
+    """
+    return dataset.map(lambda inputs, labels: tf.nest.map_structure(lambda x: tf.concat([x, x], axis=0),
+                                                                    (inputs, labels)),
+                       num_parallel_calls=AUTOTUNE)
+
+
 def with_known_length(dataset, batches):
     """`dataset` with its length asserted: Keras then knows an epoch's length before it ends (a progress bar total)."""
     return dataset.apply(tf.data.experimental.assert_cardinality(batches))

@@ -32,6 +32,7 @@ class TrainingConfig:
     lr_scale: float = 1.0
     decay: str = "inverse_sqrt"
     label_smoothing: float = 0.1
+    rdrop: float = 0.0
     clipnorm: float | None = None
     patience: int | None = None
     average_last: int = 1

@@ -20,6 +20,7 @@ import numpy as np
 from keras_transformer.data import train_tokenizers
 from keras_transformer.data.pipeline import DataPosition
 from keras_transformer.data.pipeline import count_batches
+from keras_transformer.data.pipeline import duplicate_rows
 from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.pipeline import with_known_length
 from keras_transformer.data.pipeline import make_epoch_dataset
@@ -95,7 +96,8 @@ class WeightAveraging(keras.callbacks.Callback):
 def compile_model(model, model_config, training_config, schedule):
     model.compile(
         optimizer=make_optimizer(clipnorm=training_config.clipnorm, schedule=schedule),
-        loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing),
+        loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing,
+                                                 rdrop=training_config.rdrop),
         metrics=[MaskedAccuracy()],
         jit_compile=training_config.jit_compile,
     )
@@ -156,6 +158,9 @@ def train(
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
     training_config = TrainingConfig(**checked_training)
     distribution = distribution or DistributionConfig()
+    if distribution.mode and training_config.rdrop:
+        raise ValueError("rdrop is not supported with --distribute: the devices would each get one copy of an "
+                         "example instead of both")
     if distribution.mode == "multi-host" and training_config.max_minutes is not None:
         raise ValueError("max_minutes is not supported with --distribute multi-host: each process would time "
                          "itself and they could stop at different steps")
@@ -246,6 +251,11 @@ def train(
         whole_batches = training_batches()
         steps, exact = _steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
         train_ds = whole_batches if placement.shard is None else training_batches(placement.shard)
+        if training_config.rdrop:
+            # R-Drop: every batch twice, so the loss compares two dropout passes of each example. Validation
+            # batches too: without dropout the copies agree, and the validation loss is the plain one.
+            train_ds = duplicate_rows(train_ds)
+            val_ds = duplicate_rows(val_ds) if val_ds is not None else None
         if training_config.steps_per_epoch:
             train_ds = train_ds.repeat()
 

@@ -147,3 +147,15 @@ def test_same_length_gives_one_shape_per_bucket(corpus, tokenizers):
         shapes.add(encoder.shape)
     assert len(shapes) <= len({s[1] for s in shapes}) <= 4
     assert len(shapes) <= len(free)
+
+
+def test_duplicate_rows_stacks_each_batch_on_itself(corpus, tokenizers):
+    from keras_transformer.data.pipeline import duplicate_rows
+
+    dataset = make_dataset((corpus.sources[:40], corpus.targets[:40]), tokenizers[0], tokenizers[1], batch_size=8,
+                           shuffle=False)
+    for (enc, dec, lab), (enc2, dec2, lab2) in zip(batches(dataset), batches(duplicate_rows(dataset))):
+        for single, double in ((enc, enc2), (dec, dec2), (lab, lab2)):
+            assert double.shape == (2 * single.shape[0], single.shape[1])
+            np.testing.assert_array_equal(double[: len(single)], single)
+            np.testing.assert_array_equal(double[len(single):], single)

@@ -90,3 +90,53 @@ def test_serialization_round_trip():
 def test_rejects_invalid_smoothing():
     with pytest.raises(ValueError, match="label_smoothing"):
         MaskedSparseCategoricalCrossentropy(label_smoothing=1.0)
+
+
+def log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def test_rdrop_adds_alpha_times_the_symmetric_kl_of_each_pair(example):
+    # A batch of two examples, each twice (rows i and i + 2), with different logits for the two copies.
+    labels, logits = example
+    other = logits + np.random.default_rng(2).normal(size=logits.shape).astype("float32")
+    paired_labels = np.concatenate([labels, labels])
+    paired_logits = np.concatenate([logits, other])
+    p, q = log_softmax(logits.astype("float64")), log_softmax(other.astype("float64"))
+    kl_pq = (np.exp(p) * (p - q)).sum(-1)
+    kl_qp = (np.exp(q) * (q - p)).sum(-1)
+    real = labels != 0
+    # The paper's pair loss: CE(p) + CE(q) + alpha * (KL(p||q) + KL(q||p)) / 2, here averaged over the 2n rows' tokens.
+    cross_entropy = reference_loss(paired_labels, paired_logits, 0.1)
+    expected = cross_entropy + 3.0 * ((kl_pq + kl_qp)[real].sum() / 2) / (2 * real.sum())
+    loss = MaskedSparseCategoricalCrossentropy(label_smoothing=0.1, rdrop=3.0)
+    np.testing.assert_allclose(float(loss(paired_labels, paired_logits)), expected, rtol=1e-5)
+    assert expected > cross_entropy + 0.1  # the term is really there
+    # Two identical copies (inference: no dropout) add nothing.
+    same = np.concatenate([logits, logits])
+    np.testing.assert_allclose(float(loss(paired_labels, same)), reference_loss(paired_labels, same, 0.1), rtol=1e-5)
+
+
+def test_rdrop_ignores_padding_positions(example):
+    labels, logits = example
+    paired_labels = np.concatenate([labels, labels])
+    paired_logits = np.concatenate([logits, logits + 1.0 * (labels != 0)[..., None] * logits])
+    changed = paired_logits.copy()
+    changed[paired_labels == 0] = 50.0 * np.random.default_rng(3).normal(size=changed[paired_labels == 0].shape)
+    loss = MaskedSparseCategoricalCrossentropy(rdrop=5.0)
+    assert float(loss(paired_labels, paired_logits)) == pytest.approx(float(loss(paired_labels, changed)), rel=1e-6)
+
+
+def test_rdrop_refuses_a_batch_that_cannot_hold_pairs(example):
+    labels, logits = example
+    with pytest.raises(ValueError, match="needs each example twice"):
+        MaskedSparseCategoricalCrossentropy(rdrop=1.0)(labels[:1], logits[:1])
+    with pytest.raises(ValueError, match="rdrop"):
+        MaskedSparseCategoricalCrossentropy(rdrop=-1.0)
+
+
+def test_rdrop_survives_serialization():
+    loss = MaskedSparseCategoricalCrossentropy(label_smoothing=0.1, rdrop=5.0)
+    restored = keras.losses.deserialize(keras.losses.serialize(loss))
+    assert restored.rdrop == 5.0
