@@ -11,6 +11,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_transformer.models.ensemble import EnsembleParts
 from keras_transformer.models.inference import TransformerParts
 
 # A logit that removes a token: exp(NEG - max) is exactly 0 in float32, and sums of a few
@@ -19,8 +20,8 @@ NEG = -1.0e9
 
 
 def resolve_parts(model):
-    """A `TransformerParts` from a `build_transformer` model (or the parts themselves)."""
-    if isinstance(model, TransformerParts):
+    """A `TransformerParts` from a `build_transformer` model (or the parts themselves, or an `EnsembleParts`)."""
+    if isinstance(model, (TransformerParts, EnsembleParts)):
         return model
     if not isinstance(model, keras.Model):
         raise TypeError(
@@ -31,7 +32,10 @@ def resolve_parts(model):
 
 
 def parts_layers(parts):
-    """The distinct Keras layers of a `TransformerParts` (a shared embedding counts once)."""
+    """The distinct Keras layers of a `TransformerParts` or `EnsembleParts` (a shared embedding counts once)."""
+    if isinstance(parts, EnsembleParts):
+        unique = {id(layer): layer for member in parts.members for layer in parts_layers(member)}
+        return list(unique.values())
     candidates = [
         parts.encoder_embedding,
         *parts.encoder_layers,

@@ -9,6 +9,7 @@ from keras_transformer.data.words import is_blank
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
 from keras_transformer.decoding.samplers import generate
+from keras_transformer.models import EnsembleParts
 from keras_transformer.models import TransformerParts
 
 
@@ -42,7 +43,8 @@ class Translator:
     blank lines.
 
     Args:
-        model: the seq2seq `keras.Model`.
+        model: the seq2seq `keras.Model`, or a list of them: an ensemble (`EnsembleParts`: their next-token
+            log-probabilities averaged at every step), which must share these tokenizers.
         source_tokenizer: `keras_transformer.data.SubwordTokenizer` of the source language.
         target_tokenizer: tokenizer of the target language (may be the same object).
         max_length: longest output in tokens; defaults to the model's `max_length`.
@@ -60,8 +62,12 @@ class Translator:
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True):
-        self.model = model
-        self.parts = TransformerParts.from_model(model)
+        if isinstance(model, (list, tuple)):
+            self.parts = EnsembleParts(model)
+            self.model = self.parts  # the decoders take the parts; compiled loops are cached on them
+        else:
+            self.model = model
+            self.parts = TransformerParts.from_model(model)
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.max_length = max_length or self.parts.max_length
@@ -118,6 +124,9 @@ class Translator:
 
     def plot_attention(self, text, path, beam_size=1, layer_index=-1):
         """Save a heat map of the cross-attention (averaged over heads) for one sentence to `path`."""
+        if isinstance(self.parts, EnsembleParts):
+            raise ValueError("--plot-attention shows one model's cross-attention; an ensemble has one per member: "
+                             "plot a member's run directory instead")
         import matplotlib
 
         matplotlib.use("Agg")

@@ -1,0 +1,88 @@
+"""Ensemble decoding (`EnsembleParts`): the members' log-probabilities averaged at every step."""
+
+import numpy as np
+import pytest
+
+from keras_transformer.decoding import beam_search, greedy_decode
+from keras_transformer.models import EnsembleParts
+from tests.decoding.helpers import END, START, check_padding_after_end, penalized, sources, tiny_model, to_numpy
+
+
+def _log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def ensemble_log_probs(models, encoder_row, tokens):
+    """Per position, the ensemble's next-token log-probabilities `[T, V]` given `tokens` (teacher-forced), float64,
+    as the decoders score them: the mean of the members' log-softmax, padding removed, normalized again."""
+    decoder_inputs = np.array([[START] + list(tokens[:-1])], "int32")
+    mean = np.mean([_log_softmax(to_numpy(m({"encoder_inputs": encoder_row[None], "decoder_inputs": decoder_inputs})
+                                          )[0].astype("float64")) for m in models], axis=0)
+    mean[:, 0] = -np.inf
+    return _log_softmax(mean)
+
+
+def _members():
+    # Different seeds, and different depth and width: members only share the vocabulary and the positions.
+    return [tiny_model(seed=0), tiny_model(seed=1, num_layers=1, d_model=16, num_heads=2, d_ff=32)]
+
+
+def test_an_ensemble_of_one_model_twice_decodes_like_the_model():
+    model = tiny_model(seed=0)
+    src = sources()
+    twice = EnsembleParts([model, model])
+    np.testing.assert_array_equal(to_numpy(greedy_decode(twice, src, 10, START, END)),
+                                  to_numpy(greedy_decode(model, src, 10, START, END)))
+    tokens, scores = beam_search(model, src, 10, START, END, beam_size=4, return_scores=True)
+    ens_tokens, ens_scores = beam_search(twice, src, 10, START, END, beam_size=4, return_scores=True)
+    np.testing.assert_array_equal(to_numpy(ens_tokens), to_numpy(tokens))
+    np.testing.assert_allclose(to_numpy(ens_scores), to_numpy(scores), atol=1e-4)
+
+
+def test_greedy_ensemble_takes_the_argmax_of_the_mean_log_probabilities():
+    members = _members()
+    src = sources(batch=3)
+    tokens = to_numpy(greedy_decode(EnsembleParts(members), src, 9, START, END))
+    check_padding_after_end(tokens, 9)
+    for row in range(len(src)):
+        out = [int(t) for t in tokens[row] if t != 0]
+        log_probs = ensemble_log_probs(members, src[row], out)
+        assert [int(i) for i in log_probs.argmax(-1)] == out
+    # ...and it is not simply one member's output.
+    alone = [to_numpy(greedy_decode(m, src, 9, START, END)) for m in members]
+    assert not all(np.array_equal(tokens, a[:, : tokens.shape[1]]) and a.shape == tokens.shape for a in alone)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_ensemble_scores_are_the_mean_log_probabilities_penalized(alpha):
+    members = _members()
+    src = sources(batch=3)
+    tokens, scores = beam_search(EnsembleParts(members), src, 9, START, END, beam_size=3, length_penalty=alpha,
+                                 return_scores=True)
+    tokens, scores = to_numpy(tokens), to_numpy(scores)
+    check_padding_after_end(tokens, 9)
+    for row in range(len(src)):
+        out = [int(t) for t in tokens[row] if t != 0]
+        log_probs = ensemble_log_probs(members, src[row], out)
+        total = float(sum(log_probs[i, t] for i, t in enumerate(out)))
+        assert scores[row] == pytest.approx(penalized(total, len(out), alpha), abs=1e-4)
+
+
+def test_compiled_ensemble_decoding_matches_eager():
+    ensemble = EnsembleParts(_members())
+    src = sources()
+    eager = beam_search(ensemble, src, 9, START, END, beam_size=2, length_penalty=0.6)
+    compiled = beam_search(ensemble, src, 9, START, END, beam_size=2, length_penalty=0.6, jit_compile=True)
+    np.testing.assert_array_equal(to_numpy(compiled), to_numpy(eager))
+
+
+def test_members_must_share_the_vocabulary_and_positions():
+    with pytest.raises(ValueError, match="share one target vocabulary"):
+        EnsembleParts([tiny_model(vocab=40), tiny_model(vocab=41)])
+    with pytest.raises(ValueError, match="same `max_length`"):
+        EnsembleParts([tiny_model(), tiny_model(max_length=16)])
+    with pytest.raises(ValueError, match="at least one"):
+        EnsembleParts([])
+    with pytest.raises(TypeError, match="member 1 must be a keras.Model"):
+        EnsembleParts([tiny_model(), "run_dir"])
