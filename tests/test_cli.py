@@ -39,9 +39,9 @@ def test_help_lists_every_subcommand(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     text = capsys.readouterr().out
-    for command in ("train", "translate", "evaluate", "tune", "export", "quickstart", "plot"):
+    for command in ("train", "translate", "evaluate", "tune", "ensemble", "export", "quickstart", "plot"):
         assert command in text
-    for command in ("train", "translate", "evaluate", "tune", "export", "quickstart", "plot"):
+    for command in ("train", "translate", "evaluate", "tune", "ensemble", "export", "quickstart", "plot"):
         with pytest.raises(SystemExit) as exit_info:
             cli.main([command, "--help"])
         assert exit_info.value.code == 0
@@ -156,6 +156,55 @@ def test_tune_chooses_on_held_out_data_and_evaluate_decodes_with_the_choice(tiny
     assert "decoding: greedy" in capsys.readouterr().out
     assert cli.main(["tune", run, "--src", src, "--ref", ref]) == 2
     assert "decoding.json: exists; pass --overwrite" in capsys.readouterr().err
+
+
+def _bleu(text):
+    return float(text.split("BLEU (cased, detokenized, sacreBLEU 13a) = ")[1].split()[0])
+
+
+def test_an_ensemble_directory_decodes_its_runs_as_one(tiny_run, tmp_path, capsys):
+    root, run, heldout = tiny_run
+    copy = str(tmp_path / "copy")
+    shutil.copytree(run, copy)
+    ens = str(tmp_path / "ens")
+    assert cli.main(["ensemble", run, copy, "--output", ens]) == 0
+    spec = json.load(open(os.path.join(ens, "ensemble.json")))
+    assert [os.path.normpath(os.path.join(ens, m)) for m in spec["members"]] == [os.path.realpath(run),
+                                                                                  os.path.realpath(copy)]
+    src = _write(tmp_path / "e.src", heldout.sources[:10])
+    ref = _write(tmp_path / "e.ref", heldout.targets[:10])
+    # A run ensembled with its own copy averages two equal distributions: the same translations as the run.
+    scores = []
+    for model in (run, ens):
+        assert cli.main(["evaluate", model, "--src", src, "--ref", ref, "--beam-size", "2",
+                         "--output", str(tmp_path / (os.path.basename(model) + ".out"))]) == 0
+        scores.append(_bleu(capsys.readouterr().out))
+    assert (tmp_path / "run.out").read_text() == (tmp_path / "ens.out").read_text()
+    assert scores[0] == scores[1]
+    # tune writes the ensemble's own decoding.json; the members keep theirs (none here).
+    assert cli.main(["tune", ens, "--src", src, "--ref", ref, "--beam-sizes", "2", "--length-penalties", "1"]) == 0
+    capsys.readouterr()
+    assert json.load(open(os.path.join(ens, "decoding.json")))["beam_size"] == 2
+    assert not os.path.exists(os.path.join(run, "decoding.json"))
+    # What cannot be done says so in one line.
+    assert cli.main(["export", ens]) == 2
+    assert "is an ensemble directory: export takes one run directory" in capsys.readouterr().err
+    assert cli.main(["ensemble", run, copy, "--output", ens]) == 2
+    assert "ensemble.json: exists; pass --overwrite" in capsys.readouterr().err
+    assert cli.main(["ensemble", run, run, "--output", str(tmp_path / "twice")]) == 2
+    assert "named twice" in capsys.readouterr().err
+    assert cli.main(["ensemble", run, "--output", str(tmp_path / "one")]) == 2
+    assert "at least 2 run directories" in capsys.readouterr().err
+    vocab = os.path.join(copy, "tokenizers", "source", "vocab.txt")
+    lines = open(vocab, encoding="utf-8").read().split("\n")
+    lines[-3], lines[-2] = lines[-2], lines[-3]  # the same tokens, two ids swapped
+    open(vocab, "w", encoding="utf-8").write("\n".join(lines))
+    assert cli.main(["ensemble", run, copy, "--output", str(tmp_path / "mixed")]) == 2
+    assert "source tokenizer differs" in capsys.readouterr().err
+    shutil.rmtree(copy)
+    assert cli.main(["evaluate", ens, "--src", src, "--ref", ref]) == 2
+    err = capsys.readouterr().err
+    assert "its member run directory" in err and "is missing" in err
 
 
 def test_length_penalty_is_checked_and_damaged_decoding_json_is_named(tiny_run, tmp_path, capsys):

@@ -1,8 +1,8 @@
-"""The `keras-transformer` command line: train, translate, evaluate, tune, export, plot, quickstart.
+"""The `keras-transformer` command line: train, translate, evaluate, tune, ensemble, export, plot, quickstart.
 
-Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate` and `tune`;
-`export`; `plot_quickstart`), each registering its parser. Heavy imports (TensorFlow) happen only inside the
-subcommands, so `keras-transformer --help` answers at once.
+Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate`, `tune` and
+`ensemble`; `export`; `plot_quickstart`), each registering its parser. Heavy imports (TensorFlow) happen only inside
+the subcommands, so `keras-transformer --help` answers at once.
 """
 
 import argparse

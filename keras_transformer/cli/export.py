@@ -6,9 +6,13 @@ import os
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
+from keras_transformer.runs.layout import ENSEMBLE_FILE
 
 
 def cmd_export(args):
+    if os.path.isfile(os.path.join(args.run_dir, ENSEMBLE_FILE)):
+        raise ValueError(f"{args.run_dir} is an ensemble directory: export takes one run directory (translate, "
+                         "evaluate and tune decode ensembles; exporting them is not supported yet)")
     from keras_transformer.export.exporter import export_run
 
     if args.ctranslate2:

@@ -23,9 +23,18 @@ def _load_translator(path):
         from keras_transformer.export.saved_model import SavedModelTranslator
 
         return SavedModelTranslator(path), None
+    return _load_run_translator(path)
+
+
+def _load_run_translator(path):
+    """`(Translator, decoding)` for a run directory or an ensemble directory (`keras-transformer ensemble`)."""
     from keras_transformer.decoding.translator import Translator
+    from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble
     from keras_transformer.runs.run import load_run
 
+    if is_ensemble_directory(path):
+        ensemble = load_ensemble(path)
+        return Translator(ensemble.models, ensemble.source_tokenizer, ensemble.target_tokenizer), ensemble.decoding
     run = load_run(path)
     return Translator(run.model, run.source_tokenizer, run.target_tokenizer), run.decoding
 
@@ -119,10 +128,9 @@ def cmd_evaluate(args):
 
 def cmd_tune(args):
     from keras_transformer.data.corpus import read_parallel_corpus
-    from keras_transformer.decoding.translator import Translator
     from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES, search_decoding
     from keras_transformer.runs.layout import DECODING_FILE
-    from keras_transformer.runs.run import load_run, write_decoding_settings
+    from keras_transformer.runs.run import write_decoding_settings
 
     target = os.path.join(args.run_dir, DECODING_FILE)
     if os.path.exists(target) and not args.overwrite:  # before minutes of decoding, not after
@@ -130,8 +138,7 @@ def cmd_tune(args):
     corpus = read_parallel_corpus(args.src, args.ref)
     if not len(corpus):
         raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
-    run = load_run(args.run_dir)
-    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    translator, _ = _load_run_translator(args.run_dir)
     progress = 1 if sys.stdout.isatty() else 0
     alphas = args.length_penalties or DEFAULT_LENGTH_PENALTIES
 
@@ -155,6 +162,15 @@ def cmd_tune(args):
     return 0
 
 
+def cmd_ensemble(args):
+    from keras_transformer.runs.ensemble import write_ensemble
+
+    ensemble = write_ensemble(args.output, args.runs, overwrite=args.overwrite)
+    print(f"wrote {args.output}: {len(ensemble.members)} runs decoded as one (their next-token log-probabilities "
+          f"averaged); choose its decoding with `keras-transformer tune {args.output} --src ... --ref ...`")
+    return 0
+
+
 def register(sub, common):
     """Adds this module's subcommand(s) to the `keras-transformer` parser."""
     def add_decoding_flags(p):
@@ -167,8 +183,8 @@ def register(sub, common):
 
     p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")
-    p.add_argument("model", help="run directory (from `train`), preset (`export --preset`), exported SavedModel or "
-                                 "CTranslate2 directory (`export --ctranslate2`)")
+    p.add_argument("model", help="run directory (from `train`), ensemble directory (`ensemble`), preset (`export "
+                                 "--preset`), exported SavedModel or CTranslate2 directory (`export --ctranslate2`)")
     add_decoding_flags(p)
     p.add_argument("--plot-attention", metavar="FILE.png",
                    help="also save a heat map of the cross-attention for the first sentence")
@@ -177,7 +193,7 @@ def register(sub, common):
     p = sub.add_parser("evaluate", parents=[common], help="sacreBLEU and chrF on a test set",
                        description="Translate --src and score against --ref with sacreBLEU (cased, detokenized; "
                                    "also lowercased) and chrF.")
-    p.add_argument("model", help="run directory or exported SavedModel directory")
+    p.add_argument("model", help="run directory, ensemble directory or exported SavedModel directory")
     p.add_argument("--src", required=True, help="source sentences")
     p.add_argument("--ref", required=True, help="reference translations")
     p.add_argument("--output", help="also write the translations to this file")
@@ -191,7 +207,7 @@ def register(sub, common):
                                    "with each beam size and length penalty of a grid, score them with sacreBLEU, and "
                                    "keep the best in RUN_DIR/decoding.json: translate, evaluate and export of the "
                                    "run then decode with it by default.")
-    p.add_argument("run_dir", help="run directory written by `train`")
+    p.add_argument("run_dir", help="run directory written by `train` (or an ensemble directory)")
     p.add_argument("--src", required=True, help="held-out source sentences")
     p.add_argument("--ref", required=True, help="their reference translations")
     p.add_argument("--beam-sizes", type=positive_int, nargs="+", default=[4], metavar="N",
@@ -201,3 +217,13 @@ def register(sub, common):
     p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
     p.add_argument("--overwrite", action="store_true", help="replace the run's decoding.json")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("ensemble", parents=[common], help="decode several runs as one",
+                       description="Write an ensemble directory: the run directories named here (trained on the "
+                                   "same corpus with the same vocabulary settings) decoded together, their next-token "
+                                   "log-probabilities averaged at every step. translate, evaluate and tune take it "
+                                   "wherever they take a run directory.")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="two or more run directories written by `train`")
+    p.add_argument("--output", required=True, help="the ensemble directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an ensemble directory's members")
+    p.set_defaults(func=cmd_ensemble)

@@ -2,6 +2,7 @@
 
 * `layout`: the names of what is in a run directory, and the default export destination.
 * `config`: `TrainingConfig` (the run's training settings, `config.json`'s "training").
+* `ensemble`: an ensemble directory, several runs decoded as one (`Ensemble`, `write_ensemble`, `load_ensemble`).
 * `run`: `Run`, `load_run`, and saving/loading the model, the tokenizers, `config.json` and `decoding.json`.
 * `directory`: whether `train` may write a directory, resume it or (with `overwrite`) start it afresh.
 * `checkpoint`: resumable mid-epoch checkpoints (`checkpoint/` in a run directory while training runs).
@@ -30,6 +31,9 @@ _LAZY = {
     "load_checkpoint_state": "keras_transformer.runs.checkpoint",
     "remove_checkpoint": "keras_transformer.runs.checkpoint",
     "restore_checkpoint": "keras_transformer.runs.checkpoint",
+    "Ensemble": "keras_transformer.runs.ensemble",
+    "load_ensemble": "keras_transformer.runs.ensemble",
+    "write_ensemble": "keras_transformer.runs.ensemble",
     "RunLock": "keras_transformer.runs.lock",
     "RunLockedError": "keras_transformer.runs.lock",
 }

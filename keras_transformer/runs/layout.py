@@ -21,6 +21,7 @@ SOURCE_TOKENIZER = os.path.join(TOKENIZERS_DIR, "source")
 TARGET_TOKENIZER = os.path.join(TOKENIZERS_DIR, "target")
 HISTORY_FILE = "history.json"
 DECODING_FILE = "decoding.json"
+ENSEMBLE_FILE = "ensemble.json"  # in an ensemble directory (keras_transformer.runs.ensemble), not in a run directory
 CHECKPOINT_DIR = "checkpoint"
 LOCK_FILE = ".lock"
 # Everything `train` writes; `--overwrite` removes exactly these names and nothing else.
