@@ -5,7 +5,10 @@ sacreBLEU and show sample translations.
     python examples/translate_multi30k.py            # downloads Multi30k with keras.utils.get_file
 
 DIR holds train/val/test_2016_flickr .de/.en .gz files. Settings come from examples/multi30k.yaml
-(`--config`), overridable with `--epochs` etc. Re-running the same command resumes an interrupted run.
+(`--config`), overridable with `--epochs` etc. The recipe trains `--members 2` runs one after the other (seeds
+`seed` and `seed + 1`, each given half of `max_minutes`, in OUTPUT/member0 and OUTPUT/member1) and decodes them as
+one ensemble (OUTPUT is its ensemble directory); `--members 1` trains one run in OUTPUT with the whole budget.
+Re-running the same command resumes an interrupted run and skips finished members.
 Every choice is made on the validation set (the length penalty: OUTPUT/decoding.json); test2016 is only
 translated at the end. Results go to OUTPUT/results.json and OUTPUT/test2016.*.en.
 """
@@ -33,6 +36,9 @@ def parse_args(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one setting of the config, e.g. --set dropout=0.1 --set seed=1 (YAML values; "
                              "the ablations of docs/quality.md)")
+    parser.add_argument("--members", type=int, default=2,
+                        help="runs trained one after the other and decoded as one ensemble, splitting max_minutes "
+                             "(default 2, the recipe of docs/quality.md; 1: a single run in OUTPUT)")
     parser.add_argument("--steps-per-epoch", type=int, help="limit steps per epoch (smoke tests)")
     parser.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (smoke tests)")
     parser.add_argument("--max-test-pairs", type=int, help="score only the first N test pairs (smoke tests)")
@@ -53,6 +59,10 @@ def main(argv=None):
     from keras_transformer.decoding.translator import Translator
     from keras_transformer.training.trainer import load_run, load_settings_file, split_settings, train
 
+    if args.members < 1:
+        raise SystemExit(f"--members {args.members}: expected 1 or more")
+    members = [args.output] if args.members == 1 else [os.path.join(args.output, f"member{i}")
+                                                      for i in range(args.members)]
     data = args.data or download_multi30k()
     src, tgt = args.src_lang, args.tgt_lang
 
@@ -65,7 +75,7 @@ def main(argv=None):
 
     started = time.time()
     if args.skip_training:
-        run = load_run(args.output)
+        runs = [load_run(member) for member in members]
         train_seconds = None
     else:
         corpus = read_parallel_corpus(path("train", src), path("train", tgt))
@@ -79,19 +89,42 @@ def main(argv=None):
             settings["epochs"] = args.epochs
         if args.steps_per_epoch:
             settings["steps_per_epoch"] = args.steps_per_epoch
-        model_settings, training_settings = split_settings(settings)
-        run = train(corpus, args.output, val_data=val, model_settings=model_settings,
-                    training_settings=training_settings, verbose=1 if sys.stdout.isatty() else 2)
+        if settings.get("max_minutes") is not None:
+            settings["max_minutes"] = settings["max_minutes"] / len(members)  # the members share the budget
+        runs = []
+        for i, member in enumerate(members):
+            if len(members) > 1 and os.path.exists(os.path.join(member, "model.keras")) \
+                    and not os.path.exists(os.path.join(member, "checkpoint")):
+                print(f"member {i}: {member} is trained already", flush=True)
+                runs.append(load_run(member))
+                continue
+            model_settings, training_settings = split_settings({**settings, "seed": settings.get("seed", 0) + i})
+            if len(members) > 1:
+                print(f"member {i} of {len(members)}: seed {training_settings['seed']}, "
+                      f"{settings.get('max_minutes') or 'no'} minutes -> {member}", flush=True)
+            runs.append(train(corpus, member, val_data=val, model_settings=model_settings,
+                              training_settings=training_settings, verbose=1 if sys.stdout.isatty() else 2))
         train_seconds = time.time() - started
 
-    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
-    decoding = run.decoding
+    if len(runs) == 1:
+        run = runs[0]
+        translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+        decoding = run.decoding
+    else:
+        from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble, write_ensemble
+
+        if not is_ensemble_directory(args.output):
+            write_ensemble(args.output, members)
+        ensemble = load_ensemble(args.output)
+        translator = Translator(ensemble.models, ensemble.source_tokenizer, ensemble.target_tokenizer)
+        decoding = ensemble.decoding
     if args.tune and decoding is None and args.beam_size > 1:
         decoding = tune_on_validation(translator, args.output, path("val", src), path("val", tgt), args.beam_size,
                                       args.max_test_pairs)
     length_penalty = decoding.length_penalty if decoding is not None else None
-    results = {"train_seconds": train_seconds, "parameters": run.model.count_params(), "test_sentences": len(test)}
-    results.update(training_totals(args.output))
+    results = {"train_seconds": train_seconds, "members": len(runs),
+               "parameters": sum(run.model.count_params() for run in runs), "test_sentences": len(test)}
+    results.update(training_totals(members))
     refs = [list(test.targets)]
     hypotheses = {}
     for name, beam in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
@@ -130,8 +163,8 @@ def main(argv=None):
               f"lowercased {r['bleu_lowercase']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
     if "epochs" in results:
         epochs = results["epochs"]
-        print(f"training: {epochs} epoch{'s' if epochs != 1 else ''}, {results['training_minutes']:.1f} min "
-              f"(all runs of this directory, resumes included); {results['parameters']:,} parameters")
+        print(f"training: {epochs} epoch{'s' if epochs != 1 else ''} over {len(runs)} run(s), "
+              f"{results['training_minutes']:.1f} min (resumes included); {results['parameters']:,} parameters")
     if train_seconds is not None:
         print(f"this call's wall time (training) {train_seconds / 60:.1f} min; results in {args.output}/results.json")
 
@@ -175,11 +208,12 @@ def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pair
     return search.best
 
 
-def training_totals(output):
-    """Epochs trained and training minutes summed over the run's history (so a resumed run counts every part)."""
+def training_totals(members):
+    """Epochs trained and training minutes summed over the runs' histories (so a resumed run counts every part)."""
     from keras_transformer.training.callbacks import load_history
 
-    seconds = load_history(os.path.join(output, "history.json")).get("epoch_seconds", [])
+    seconds = [s for member in members for s in load_history(os.path.join(member, "history.json")).get(
+        "epoch_seconds", [])]
     if not seconds or any(math.isnan(s) for s in seconds):  # no history, or epochs logged without their time
         return {}
     return {"epochs": len(seconds), "training_minutes": round(sum(seconds) / 60, 1)}
