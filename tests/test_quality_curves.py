@@ -42,16 +42,23 @@ def test_bleu_figure_reads_each_runs_minutes_report_and_the_keras_hub_results(tm
             {"decoding": "greedy", "split": "test2016", "bleu": 30.0, "chrf": 50.0},
             {"decoding": "beam 4", "split": "val", "bleu": 33.0, "chrf": 52.0},
             {"decoding": "beam 4", "split": "test2016", "bleu": 31.5, "chrf": 51.0}]}, f)
+    os.makedirs(tmp_path / "ab")  # an ensemble directory of a and b: their minutes summed
+    with open(tmp_path / "ab" / "ensemble.json", "w") as f:
+        json.dump({"format": "keras_transformer.ensemble", "members": ["../a", "../b"]}, f)
+    with open(tmp_path / "ab" / "test2016.json", "w") as f:
+        json.dump({"bleu": 42.5, "chrf": 61.0, "decoding": "beam 4, length penalty 1.2"}, f)
     out = tmp_path / "bleu.png"
     script = os.path.join(ROOT, "tools", "quality_bleu.py")
     result = subprocess.run([sys.executable, script, "--output", str(out), "--line", "OPUS-MT=40.5",
                              f"recipe={tmp_path / 'a'}", f"recipe={tmp_path / 'b'}",
-                             f"keras-hub={tmp_path / 'results.json'}", "earlier=86.7,41.52,60.56"],
+                             f"keras-hub={tmp_path / 'results.json'}", "earlier=86.7,41.52,60.56",
+                             f"ensemble={tmp_path / 'ab'}"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    rows = [line.split()[:4] for line in result.stdout.splitlines()[1:5]]
+    rows = [line.split()[:4] for line in result.stdout.splitlines()[1:6]]
     assert rows == [["recipe", "30.0", "41.50", "60.00"], ["recipe", "30.0", "38.25", "60.00"],
-                    ["keras-hub", "87.5", "31.50", "51.00"], ["earlier", "86.7", "41.52", "60.56"]]
+                    ["keras-hub", "87.5", "31.50", "51.00"], ["earlier", "86.7", "41.52", "60.56"],
+                    ["ensemble", "60.0", "42.50", "61.00"]]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A run without its report is named, with the command that writes it.
     os.remove(tmp_path / "b" / "test2016.json")

@@ -4,7 +4,7 @@
         --line "goal=42" "recipe=runs/seed0" "recipe=runs/seed1" "recipe=runs/r30" \\
         "keras.io KerasHub example=runs/keras_hub_baseline/results.json"
 
-Each point is LABEL=RUN_DIR: the run's training minutes (the sum of its epochs' wall times in history.json) and the
+Each point is LABEL=RUN_DIR: the run's training minutes (an ensemble directory's: the sum of its members') (the sum of its epochs' wall times in history.json) and the
 scores `keras-transformer evaluate RUN_DIR ... --report RUN_DIR/test2016.json` wrote (`--report-name` changes the
 file name). A LABEL=results.json point is `benchmarks/multi30k_keras_hub.py`'s output (its beam row on test2016). A
 LABEL=MINUTES,BLEU,CHRF point is a measurement typed in from docs/quality.md's tables, for runs whose directories
@@ -22,7 +22,13 @@ def run_point(run_dir, report_name):
     """(training minutes, BLEU, chrF) of a run directory and its evaluate report."""
     from quality_curves import load_curve  # tools/quality_curves.py: the cumulative minutes of each epoch
 
-    minutes = load_curve(run_dir)["minutes"][-1]
+    ensemble_path = os.path.join(run_dir, "ensemble.json")  # an ensemble directory: its members' minutes, summed
+    if os.path.exists(ensemble_path):
+        with open(ensemble_path, encoding="utf-8") as f:
+            members = [os.path.join(run_dir, member) for member in json.load(f)["members"]]
+        minutes = sum(load_curve(member)["minutes"][-1] for member in members)
+    else:
+        minutes = load_curve(run_dir)["minutes"][-1]
     report_path = os.path.join(run_dir, report_name)
     if not os.path.exists(report_path):
         raise SystemExit(f"{report_path}: missing; write it with `keras-transformer evaluate {run_dir} --src ... "
