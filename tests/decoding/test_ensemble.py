@@ -86,3 +86,12 @@ def test_members_must_share_the_vocabulary_and_positions():
         EnsembleParts([])
     with pytest.raises(TypeError, match="member 1 must be a keras.Model"):
         EnsembleParts([tiny_model(), "run_dir"])
+
+
+def test_the_docstring_example_runs():
+    import doctest
+
+    import keras_transformer.models.ensemble as module
+
+    results = doctest.testmod(module)
+    assert results.attempted > 0 and results.failed == 0
