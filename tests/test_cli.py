@@ -187,8 +187,9 @@ def test_an_ensemble_directory_decodes_its_runs_as_one(tiny_run, tmp_path, capsy
     assert json.load(open(os.path.join(ens, "decoding.json")))["beam_size"] == 2
     assert not os.path.exists(os.path.join(run, "decoding.json"))
     # What cannot be done says so in one line.
-    assert cli.main(["export", ens]) == 2
-    assert "is an ensemble directory: export takes one run directory" in capsys.readouterr().err
+    assert cli.main(["export", ens, "--ctranslate2", str(tmp_path / "ct2")]) == 2
+    assert "is an ensemble directory: --ctranslate2 takes one run directory" in capsys.readouterr().err
+    assert not (tmp_path / "ct2").exists()
     assert cli.main(["ensemble", run, copy, "--output", ens]) == 2
     assert "ensemble.json: exists; pass --overwrite" in capsys.readouterr().err
     assert cli.main(["ensemble", run, run, "--output", str(tmp_path / "twice")]) == 2

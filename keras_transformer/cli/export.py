@@ -10,9 +10,10 @@ from keras_transformer.runs.layout import ENSEMBLE_FILE
 
 
 def cmd_export(args):
-    if os.path.isfile(os.path.join(args.run_dir, ENSEMBLE_FILE)):
-        raise ValueError(f"{args.run_dir} is an ensemble directory: export takes one run directory (translate, "
-                         "evaluate and tune decode ensembles; exporting them is not supported yet)")
+    if os.path.isfile(os.path.join(args.run_dir, ENSEMBLE_FILE)) and (args.ctranslate2 or args.preset):
+        flag = "--ctranslate2" if args.ctranslate2 else "--preset"
+        raise ValueError(f"{args.run_dir} is an ensemble directory: {flag} takes one run directory (export a "
+                         "member), while --saved-model and --tflite export the ensemble decoded as one")
     from keras_transformer.export.exporter import export_run
 
     if args.ctranslate2:
@@ -46,7 +47,8 @@ def register(sub, common):
     """Adds this module's subcommand(s) to the `keras-transformer` parser."""
     p = sub.add_parser("export", parents=[common], help="export a run as a SavedModel (and TFLite)",
                        description="Export a trained run as a string-to-string SavedModel, and optionally TFLite.")
-    p.add_argument("run_dir", help="run directory written by `train`")
+    p.add_argument("run_dir", help="run directory written by `train`, or an ensemble directory (`ensemble`: the "
+                                   "SavedModel and TFLite model decode its members as one)")
     p.add_argument("--saved-model", default=None,
                    help=f"output SavedModel directory (default {DEFAULT_SAVED_MODELS}/<run name>)")
     p.add_argument("--tflite", default=None, help="also write a TFLite model to this file")

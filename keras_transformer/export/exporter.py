@@ -43,13 +43,14 @@ def export_run(
     """Exports a run directory as a string-to-string SavedModel and, optionally, a TFLite model.
 
     Args:
-        run_dir: a run directory written by `keras-transformer train` (or `train(...)`).
+        run_dir: a run directory written by `keras-transformer train` (or `train(...)`), or an ensemble
+            directory (`keras-transformer ensemble`): its members are exported together, decoded as one.
         saved_model: the SavedModel directory to write; default `saved_models/<run directory name>`.
         tflite: a `.tflite` path to write too, or `None`.
         beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search.
         max_length: most output tokens (fixed at export); default the model's `max_length`.
         length_penalty: GNMT's alpha for beam search and the `scores` output; default the run's tuned one
-            (`decoding.json`, from `keras-transformer tune`), else 0.6.
+            (`decoding.json`, from `keras-transformer tune`; an ensemble's own), else 0.6.
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
         verbose: 0 silent, 1 print what was written.
@@ -67,6 +68,8 @@ def export_run(
     >>> os.path.exists(os.path.join(paths["saved_model"], "saved_model.pb")), paths["tflite"]
     (True, None)
     """
+    from keras_transformer.runs.ensemble import is_ensemble_directory
+    from keras_transformer.runs.ensemble import load_ensemble
     from keras_transformer.runs.run import load_run
 
     saved_model = saved_model or default_saved_model_path(run_dir)
@@ -82,7 +85,7 @@ def export_run(
     for path in (saved_model, tflite):
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
-    run = load_run(run_dir)
+    run = load_ensemble(run_dir) if is_ensemble_directory(run_dir) else load_run(run_dir)
     if length_penalty is None:
         length_penalty = run.decoding.length_penalty if run.decoding is not None else DEFAULT_LENGTH_PENALTY
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
@@ -91,7 +94,8 @@ def export_run(
         decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
         decoding += f"; length penalty {length_penalty:g} for beam search" + (
             " (decoding.json)" if run.decoding is not None else "")
-        print(f"Exporting {run_dir}: {decoding}, at most {module.get_config()['max_length']} output tokens")
+        what = f"an ensemble of {len(run.members)} runs" if hasattr(run, "members") else "one run"
+        print(f"Exporting {run_dir} ({what}): {decoding}, at most {module.get_config()['max_length']} output tokens")
     export_saved_model(module, saved_model, verbose=verbose)
     if tflite:
         export_tflite(module, tflite, quantize=tflite_quantize, verbose=verbose)

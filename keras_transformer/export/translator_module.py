@@ -9,6 +9,7 @@ from keras_transformer.data.packing import pack_sources
 from keras_transformer.decoding import primitives
 from keras_transformer.decoding.beam_search import beam_search_with_parts, gnmt_length_penalty
 from keras_transformer.decoding.greedy import decode_token_by_token
+from keras_transformer.models.ensemble import EnsembleParts
 from keras_transformer.models.inference import TransformerParts
 
 FORMAT = "keras_transformer.TranslatorModule"
@@ -65,8 +66,13 @@ class TranslatorModule(tf.Module):
     `extra_beam_size` (the width of `translate_beam`), `source_max_length`, `length_penalty`, `format` and
     `format_version`.
 
+    An ensemble exports the same way: pass a list of models (`keras-transformer ensemble` members, sharing the
+    tokenizers) and every step decodes with the mean of their next-token log-probabilities (`EnsembleParts`), in
+    the same graph; `scores` are then the mean log-probabilities, length-penalized.
+
     Args:
-        model: a model from `keras_transformer.build_transformer` (or loaded back from `.keras`).
+        model: a model from `keras_transformer.build_transformer` (or loaded back from `.keras`), or a list of
+            them: an ensemble.
         source_tokenizer: the source `keras_transformer.data.SubwordTokenizer`.
         target_tokenizer: the target tokenizer (may be the same object).
         max_length: Python int, most output tokens (`[END]` included); it sizes the preallocated caches.
@@ -96,9 +102,14 @@ class TranslatorModule(tf.Module):
         name="translator",
     ):
         super().__init__(name=name)
-        parts = TransformerParts.from_model(model)
+        models = list(model) if isinstance(model, (list, tuple)) else [model]
+        if not models:
+            raise ValueError("`model` is an empty list; pass a model or the models of an ensemble.")
+        parts = TransformerParts.from_model(models[0]) if len(models) == 1 else EnsembleParts(models)
+        members = parts.members if isinstance(parts, EnsembleParts) else [parts]
         self._parts = parts
-        self._source_max_length = int(parts.encoder_embedding.max_length)
+        # Every member reads the same source ids: as many positions as the shortest encoder has.
+        self._source_max_length = min(int(m.encoder_embedding.max_length) for m in members)
         if self._source_max_length < 3:
             raise ValueError(
                 f"The model's max_length={self._source_max_length} leaves no room for source tokens "
@@ -111,17 +122,24 @@ class TranslatorModule(tf.Module):
         if not isinstance(jit_compile, bool):
             raise TypeError(f"`jit_compile` must be True or False; got {jit_compile!r}")
         self._jit_compile = jit_compile
-        if source_tokenizer.vocab_size != parts.encoder_embedding.vocab_size:
-            raise ValueError(
-                f"The source tokenizer has {source_tokenizer.vocab_size} tokens but the model's source embedding "
-                f"has {parts.encoder_embedding.vocab_size}; pass the tokenizers the model was trained with."
-            )
+        for member in members:
+            if source_tokenizer.vocab_size != member.encoder_embedding.vocab_size:
+                raise ValueError(
+                    f"The source tokenizer has {source_tokenizer.vocab_size} tokens but the model's source "
+                    f"embedding has {member.encoder_embedding.vocab_size}; pass the tokenizers the model was "
+                    "trained with."
+                )
         if target_tokenizer.vocab_size != parts.vocab_size:
             raise ValueError(
                 f"The target tokenizer has {target_tokenizer.vocab_size} tokens but the model's output has "
                 f"{parts.vocab_size}; pass the tokenizers the model was trained with."
             )
-        self.model = model
+        # `model` (one model) or `models` (an ensemble's, in order): tracked, so their weights are saved.
+        if len(models) == 1:
+            self.model = models[0]
+        else:
+            self.models = models
+        self._models = models
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
 
@@ -139,20 +157,24 @@ class TranslatorModule(tf.Module):
 
     @classmethod
     def from_run(cls, run, **kwargs):
-        """A `TranslatorModule` for a `keras_transformer.training.Run` or a run directory written by `train`.
+        """A `TranslatorModule` for a `keras_transformer.training.Run`, a run directory written by `train`, or an
+        ensemble (`keras_transformer.runs.Ensemble` or a directory written by `keras-transformer ensemble`).
 
         Args:
-            run: a `Run` (from `train` or `load_run`) or the path of a run directory.
+            run: a `Run` (from `train` or `load_run`), an `Ensemble`, or the path of either's directory.
             **kwargs: `max_length`, `beam_size`, `length_penalty`, `jit_compile`, `name`.
 
         Returns:
             A `TranslatorModule`.
         """
         if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
+            from keras_transformer.runs.ensemble import is_ensemble_directory
+            from keras_transformer.runs.ensemble import load_ensemble
             from keras_transformer.runs.run import load_run
 
-            run = load_run(run)
-        return cls(run.model, run.source_tokenizer, run.target_tokenizer, **kwargs)
+            run = load_ensemble(run) if is_ensemble_directory(run) else load_run(run)
+        models = run.models if hasattr(run, "models") else run.model
+        return cls(models, run.source_tokenizer, run.target_tokenizer, **kwargs)
 
     def get_config(self):
         """The export settings as a JSON-friendly dict."""
@@ -164,6 +186,7 @@ class TranslatorModule(tf.Module):
             "extra_beam_size": self._extra_beam_size,
             "source_max_length": self._source_max_length,
             "length_penalty": self._length_penalty,
+            "ensemble_size": len(self._models),
             "jit_compile": self._jit_compile,
             "source_vocab_size": self.source_tokenizer.vocab_size,
             "target_vocab_size": self.target_tokenizer.vocab_size,
@@ -201,13 +224,17 @@ class TranslatorModule(tf.Module):
         """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
 
         The same score as beam search gives its hypotheses (padding is never generated, so id 0 is removed from the
-        softmax): one teacher-forced pass of the full model.
+        softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose log-probabilities
+        are averaged as in decoding).
         """
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
         decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
-        logits = self.model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
-        logits = tf.cast(logits, tf.float32) + primitives.padding_bias(self._parts.vocab_size)
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        log_probs = 0.0
+        for model in self._models:
+            logits = model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
+            log_probs += tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+        log_probs = tf.nn.log_softmax(log_probs / len(self._models) + primitives.padding_bias(self._parts.vocab_size),
+                                      axis=-1)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)
         total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)

@@ -1,0 +1,94 @@
+"""An ensemble directory exported as one SavedModel and one TFLite model: the same translations and scores as the
+Python ensemble decoders (`Translator` over the members), which the member alone does not give."""
+
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer import cli
+from keras_transformer.decoding.translator import Translator, encode_sources
+from keras_transformer.runs.ensemble import load_ensemble
+from tests.export.helpers import BAD_INPUTS, MODEL_SETTINGS, SENTENCES
+
+LENGTH_PENALTY = 0.8
+
+
+@pytest.fixture(scope="module")
+def ensemble(run_dir, tmp_path_factory):
+    """An ensemble directory of the tiny run and a second run with the same tokenizers and other random weights,
+    its tuned decoding written as `tune` would, exported once (greedy serving signature, beam 4 as the extra one)."""
+    from keras_transformer import TransformerConfig
+
+    root = tmp_path_factory.mktemp("ensemble")
+    other = str(root / "other-run")
+    shutil.copytree(run_dir, other)
+    with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as f:
+        model_config = json.load(f)["model"]
+    keras.utils.set_random_seed(7)
+    TransformerConfig.from_dict(model_config).build().save(os.path.join(other, "model.keras"))
+    ens = str(root / "ens")
+    assert cli.main(["ensemble", run_dir, other, "--output", ens]) == 0
+    with open(os.path.join(ens, "decoding.json"), "w", encoding="utf-8") as f:
+        json.dump({"beam_size": 4, "length_penalty": LENGTH_PENALTY}, f)
+    paths = {"saved_model": str(root / "saved_model"), "tflite": str(root / "ens.tflite")}
+    assert cli.main(["export", ens, "--saved-model", paths["saved_model"], "--tflite", paths["tflite"]]) == 0
+    return ens, paths
+
+
+def test_the_saved_model_decodes_like_the_python_ensemble(ensemble, run):
+    from keras_transformer.export import SavedModelTranslator
+
+    ens, paths = ensemble
+    members = load_ensemble(ens)
+    python = Translator(members.models, members.source_tokenizer, members.target_tokenizer)
+    saved = SavedModelTranslator(paths["saved_model"])
+    greedy = python.translate(SENTENCES)
+    assert saved.translate(SENTENCES) == greedy
+    # The extra signature is beam search with the ensemble's tuned length penalty (decoding.json).
+    assert saved.translate(SENTENCES, beam_size=4) == python.translate(SENTENCES, beam_size=4,
+                                                                       length_penalty=LENGTH_PENALTY)
+    # It is the ensemble, not its first member, that was exported.
+    alone = Translator(run.model, run.source_tokenizer, run.target_tokenizer).translate(SENTENCES)
+    assert alone != greedy
+    assert saved.translate(BAD_INPUTS)[:3] == ["", "", ""]
+
+
+def test_the_saved_model_scores_are_the_ensembles_mean_log_probabilities(ensemble):
+    ens, paths = ensemble
+    members = load_ensemble(ens)
+    module = tf.saved_model.load(paths["saved_model"])
+    np.testing.assert_allclose(module.length_penalty.numpy(), LENGTH_PENALTY)
+    outputs = module.signatures["translate_with_ids"](text=tf.constant(SENTENCES[:3]))
+    tokens, scores = outputs["token_ids"].numpy(), outputs["scores"].numpy()
+    source_ids = np.asarray(encode_sources(members.source_tokenizer, SENTENCES[:3], MODEL_SETTINGS["max_length"]))
+    start = members.target_tokenizer.start_id
+    for row in range(3):
+        out = [int(t) for t in tokens[row] if t != 0]
+        decoder_inputs = np.array([[start] + out[:-1]], "int32")
+        log_probs = []
+        for model in members.models:
+            logits = np.asarray(model({"encoder_inputs": source_ids[row: row + 1], "decoder_inputs": decoder_inputs},
+                                      training=False))[0].astype("float64")
+            logits -= logits.max(-1, keepdims=True)
+            log_probs.append(logits - np.log(np.exp(logits).sum(-1, keepdims=True)))
+        mean = np.mean(log_probs, axis=0)
+        mean[:, 0] = -np.inf  # padding is never generated
+        mean -= mean.max(-1, keepdims=True)
+        mean -= np.log(np.exp(mean).sum(-1, keepdims=True))
+        total = sum(mean[i, t] for i, t in enumerate(out))
+        expected = total / (((5 + len(out)) / 6) ** LENGTH_PENALTY)
+        np.testing.assert_allclose(scores[row], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_tflite_model_translates_like_the_saved_model(ensemble):
+    from keras_transformer.export import SavedModelTranslator, TFLiteTranslator
+
+    ens, paths = ensemble
+    inputs = SENTENCES + BAD_INPUTS
+    assert TFLiteTranslator(paths["tflite"]).translate(inputs) == \
+        SavedModelTranslator(paths["saved_model"]).translate(inputs)
