@@ -101,9 +101,12 @@ def main(argv=None):
             model_settings, training_settings = split_settings({**settings, "seed": settings.get("seed", 0) + i})
             if len(members) > 1:
                 print(f"member {i} of {len(members)}: seed {training_settings['seed']}, "
-                      f"{settings.get('max_minutes') or 'no'} minutes -> {member}", flush=True)
+                      f"{format(settings['max_minutes'], 'g') if settings.get('max_minutes') else 'no'} minutes "
+                      f"-> {member}", flush=True)
             runs.append(train(corpus, member, val_data=val, model_settings=model_settings,
                               training_settings=training_settings, verbose=1 if sys.stdout.isatty() else 2))
+            if len(members) > 1 and i == 0:
+                warn_if_members_are_short(member, settings.get("max_minutes"))
         train_seconds = time.time() - started
 
     if len(runs) == 1:
@@ -206,6 +209,21 @@ def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pair
                              tuned_on=f"{os.path.basename(val_src)} / {os.path.basename(val_tgt)}")
     write_decoding_settings(output, search.best)
     return search.best
+
+
+# Members that fit fewer epochs than this into their share of the minutes were worse as an ensemble than one model
+# given all the minutes (docs/quality.md: two 5-epoch members 36.7 test2016 BLEU against one 11-epoch model's 39.9;
+# two 19-epoch members beat one model by 1.3). Where between 5 and 19 the crossover lies is not measured.
+SHORT_MEMBER_EPOCHS = 10
+
+
+def warn_if_members_are_short(member, max_minutes):
+    """Prints one line when the first member fit only a few epochs into its minutes (a slow machine)."""
+    epochs = training_totals([member]).get("epochs")
+    if max_minutes and epochs is not None and epochs < SHORT_MEMBER_EPOCHS:
+        print(f"note: member 0 fit only {epochs} epoch{'s' if epochs != 1 else ''} into {max_minutes:g} minutes on this machine; ensembles of "
+              f"members under {SHORT_MEMBER_EPOCHS} epochs scored below one model given all the minutes "
+              "(docs/quality.md): on a machine this slow, --members 1 is the better recipe", flush=True)
 
 
 def training_totals(members):
