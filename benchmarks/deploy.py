@@ -11,6 +11,11 @@ Usage (Multi30k: a run from `examples/multi30k.yaml`, the test set from ../share
     python benchmarks/deploy.py runs/multi30k --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz
     python benchmarks/deploy.py RUN --src S --ref R --batches 1 8 --beams 1 --sentences 32   # quicker
 
+RUN may also be an ensemble directory (`keras-transformer ensemble`): python, saved_model, saved_model-graph and
+tflite then decode all its members as one, while the CTranslate2 rows (the anchor) run member 0 alone, so "x CT2"
+is the cost of deploying the ensemble against one model in CTranslate2. An ensemble of a run and its own copy
+translates exactly as the run does (same outputs, same lengths): it isolates what the second member costs.
+
 Engines: python (our `Translator`, XLA-compiled decoding loop), saved_model (the default export: decoding in one
 XLA program; `serving_default` greedy, `translate_beam` beam 4), saved_model-graph (`export --no-jit-compile`: the
 same signatures as plain graph ops), tflite-fp32/-fp16/-int8 (one sentence per interpreter call: batch rows are run in turn),
@@ -56,11 +61,25 @@ def read_lines(path):
     return read(path)
 
 
-def export_all(run_dir, work, engines):
-    from keras_transformer.export import TranslatorModule, export_saved_model, export_tflite
+def load_model_directory(path):
+    """A `Run` for a run directory, an `Ensemble` for an ensemble directory."""
+    from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble
     from keras_transformer.runs.run import load_run
 
-    run = load_run(run_dir)
+    return load_ensemble(path) if is_ensemble_directory(path) else load_run(path)
+
+
+def member_directories(path):
+    """The run directories behind RUN: itself, or an ensemble's members (nothing is loaded)."""
+    from keras_transformer.runs.ensemble import is_ensemble_directory, member_directories as members
+
+    return members(path) if is_ensemble_directory(path) else [path]
+
+
+def export_all(run_dir, work, engines):
+    from keras_transformer.export import TranslatorModule, export_saved_model, export_tflite
+
+    run = load_model_directory(run_dir)
     paths = {"python": run_dir}
     module = TranslatorModule.from_run(run)
     if "saved_model" in engines:
@@ -75,8 +94,9 @@ def export_all(run_dir, work, engines):
         from keras_transformer.export.ctranslate2_model import export_ctranslate2
 
         for quantization, name in ((None, "ct2-fp32"), ("int8", "ct2-int8")):
-            if name in engines:
-                paths[name] = export_ctranslate2(run, os.path.join(work, name), quantization=quantization)
+            if name in engines:  # CTranslate2 decodes one model: an ensemble's member 0
+                member = run.members[0] if hasattr(run, "members") else run
+                paths[name] = export_ctranslate2(member, os.path.join(work, name), quantization=quantization)
     return paths
 
 
@@ -98,10 +118,10 @@ def make_translate(engine, path, threads):
 
     if engine == "python":
         from keras_transformer.decoding.translator import Translator
-        from keras_transformer.runs.run import load_run
 
-        run = load_run(path)
-        translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+        run = load_model_directory(path)
+        translator = Translator(run.models if hasattr(run, "models") else run.model, run.source_tokenizer,
+                                run.target_tokenizer)
         return lambda texts, beam: translator.translate(texts, beam_size=beam, batch_size=len(texts))
     if engine.startswith("saved_model"):
         import tensorflow as tf
@@ -157,7 +177,7 @@ def run_engine(args):
     sources = read_lines(args.src)
     references = read_lines(args.ref)
     translate = make_translate(engine, path, args.threads)
-    _, target_tokenizer = load_tokenizers(args.run_dir)
+    _, target_tokenizer = load_tokenizers(member_directories(args.run_dir)[0])
     rows = []
     for beam in args.beams:
         if engine.startswith("tflite") and beam != 1:
@@ -206,13 +226,17 @@ def main(argv=None):
         rows_of_engine = engine_rows(command)
         if rows_of_engine is None:
             continue
-        size = size_of(paths[engine] if engine != "python" else os.path.join(args.run_dir, "model.keras"))
+        size = size_of(paths[engine]) if engine != "python" else sum(
+            size_of(os.path.join(member, "model.keras")) for member in member_directories(args.run_dir))
         for row in rows_of_engine:
             row["size_mb"] = size / 2**20
         rows += rows_of_engine
     anchors = {(r["engine"], r["beam"], r["batch"]): r["ms_per_step"] for r in rows if r["engine"].startswith("ct2")}
     print(f"\nload average before the runs: {load:.2f}; {args.threads} threads; timed on {args.sentences} sentences, "
           f"BLEU on {args.bleu_sentences}")
+    members = member_directories(args.run_dir)
+    if len(members) > 1:
+        print(f"an ensemble of {len(members)} runs: the ct2 rows decode member 0 ({members[0]}) alone")
     print(f"{'engine':17} {'beam':>4} {'batch':>5} {'ms/step':>8} {'sent/s':>7} {'RSS MB':>7} {'size MB':>7} "
           f"{'BLEU':>6} {'x CT2':>6}")
     for r in rows:

@@ -1,5 +1,6 @@
 """The benchmark scripts still run and print their comparison (tiny dimensions; no timing is asserted)."""
 
+import json
 import os
 import re
 import subprocess
@@ -115,6 +116,36 @@ def test_deploy_benchmark_runs_each_engine_against_ctranslate2(tmp_path):
         for batch in (1, 2):
             assert re.search(rf"{engine}\s+1\s+{batch}\s+[\d.]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+", out), out
     assert re.search(r"ct2-fp32\s+1\s+1\s+.*\s1\.00$", out, flags=re.M), out
+
+
+@pytest.mark.slow
+def test_deploy_benchmark_takes_an_ensemble_and_anchors_it_on_one_member_in_ctranslate2(tmp_path):
+    pytest.importorskip("ctranslate2")
+    import shutil
+
+    from keras_transformer import cli
+    from tests.export.helpers import SENTENCES
+    from tests.export.helpers import write_tiny_run
+
+    run_dir = write_tiny_run(tmp_path / "run")
+    shutil.copytree(run_dir, tmp_path / "copy")
+    ensemble = str(tmp_path / "ens")
+    assert cli.main(["ensemble", run_dir, str(tmp_path / "copy"), "--output", ensemble]) == 0
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(["1999-05-01"] * len(SENTENCES)) + "\n", encoding="utf-8")
+    common = ["--src", str(src), "--ref", str(ref), "--sentences", "4", "--bleu-sentences", "6", "--batches", "2",
+              "--beams", "1", "--engines", "python", "saved_model", "ct2-fp32"]
+    bleu = {}
+    for name, model in (("run", run_dir), ("ensemble", ensemble)):
+        out = run_script("deploy.py", model, *common, "--json", str(tmp_path / f"{name}.json"),
+                         "--work", str(tmp_path / f"work-{name}"))
+        rows = json.load(open(tmp_path / f"{name}.json"))
+        assert {r["engine"] for r in rows} == {"python", "saved_model", "ct2-fp32"}, out
+        bleu[name] = {r["engine"]: r["bleu"] for r in rows}
+    assert "an ensemble of 2 runs: the ct2 rows decode member 0" in out
+    # A run ensembled with its own copy translates as the run does, in every engine.
+    assert bleu["ensemble"] == bleu["run"]
 
 
 @pytest.mark.slow

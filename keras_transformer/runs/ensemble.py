@@ -92,13 +92,12 @@ def write_ensemble(directory, member_directories, overwrite=False):
     return Ensemble(runs, directory, None)
 
 
-def load_ensemble(directory):
-    """Loads an ensemble directory's member runs as an `Ensemble`.
+def member_directories(directory):
+    """The member run directories of an ensemble directory, in order, as paths (nothing is loaded).
 
     Raises:
         RunFileError: `ensemble.json` is damaged.
         FileNotFoundError: a member run directory is gone (naming it).
-        ValueError: the members' tokenizers differ.
     """
     path = os.path.join(directory, ENSEMBLE_FILE)
     try:
@@ -109,11 +108,23 @@ def load_ensemble(directory):
         members = spec["members"]
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as error:
         raise RunFileError(f"{path}: damaged or not written by keras-transformer ensemble ({error})") from None
-    runs: list[Run] = []
+    directories = []
     for member in members:
         member_dir = os.path.normpath(os.path.join(os.path.realpath(directory), member))
         if not os.path.isdir(member_dir):
             raise FileNotFoundError(f"{path}: its member run directory {member_dir} is missing")
-        runs.append(load_run(member_dir))
+        directories.append(member_dir)
+    return directories
+
+
+def load_ensemble(directory):
+    """Loads an ensemble directory's member runs as an `Ensemble`.
+
+    Raises:
+        RunFileError: `ensemble.json` is damaged.
+        FileNotFoundError: a member run directory is gone (naming it).
+        ValueError: the members' tokenizers differ.
+    """
+    runs: list[Run] = [load_run(member_dir) for member_dir in member_directories(directory)]
     check_members(runs)
     return Ensemble(runs, directory, read_decoding_settings(directory))
