@@ -221,9 +221,10 @@ def warn_if_members_are_short(member, max_minutes):
     """Prints one line when the first member fit only a few epochs into its minutes (a slow machine)."""
     epochs = training_totals([member]).get("epochs")
     if max_minutes and epochs is not None and epochs < SHORT_MEMBER_EPOCHS:
-        print(f"note: member 0 fit only {epochs} epoch{'s' if epochs != 1 else ''} into {max_minutes:g} minutes on this machine; ensembles of "
-              f"members under {SHORT_MEMBER_EPOCHS} epochs scored below one model given all the minutes "
-              "(docs/quality.md): on a machine this slow, --members 1 is the better recipe", flush=True)
+        plural = "s" if epochs != 1 else ""
+        print(f"note: member 0 fit only {epochs} epoch{plural} into {max_minutes:g} minutes on this machine; "
+              f"ensembles of members under {SHORT_MEMBER_EPOCHS} epochs scored below one model given all the "
+              "minutes (docs/quality.md): on a machine this slow, --members 1 is the better recipe", flush=True)
 
 
 def training_totals(members):
