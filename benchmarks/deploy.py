@@ -61,14 +61,6 @@ def read_lines(path):
     return read(path)
 
 
-def load_model_directory(path):
-    """A `Run` for a run directory, an `Ensemble` for an ensemble directory."""
-    from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble
-    from keras_transformer.runs.run import load_run
-
-    return load_ensemble(path) if is_ensemble_directory(path) else load_run(path)
-
-
 def member_directories(path):
     """The run directories behind RUN: itself, or an ensemble's members (nothing is loaded)."""
     from keras_transformer.runs.ensemble import is_ensemble_directory, member_directories as members
@@ -78,8 +70,9 @@ def member_directories(path):
 
 def export_all(run_dir, work, engines):
     from keras_transformer.export import TranslatorModule, export_saved_model, export_tflite
+    from keras_transformer.runs.ensemble import load_run_or_ensemble
 
-    run = load_model_directory(run_dir)
+    run = load_run_or_ensemble(run_dir)
     paths = {"python": run_dir}
     module = TranslatorModule.from_run(run)
     if "saved_model" in engines:
@@ -118,8 +111,9 @@ def make_translate(engine, path, threads):
 
     if engine == "python":
         from keras_transformer.decoding.translator import Translator
+        from keras_transformer.runs.ensemble import load_run_or_ensemble
 
-        run = load_model_directory(path)
+        run = load_run_or_ensemble(path)
         translator = Translator(run.models if hasattr(run, "models") else run.model, run.source_tokenizer,
                                 run.target_tokenizer)
         return lambda texts, beam: translator.translate(texts, beam_size=beam, batch_size=len(texts))

@@ -68,9 +68,7 @@ def export_run(
     >>> os.path.exists(os.path.join(paths["saved_model"], "saved_model.pb")), paths["tflite"]
     (True, None)
     """
-    from keras_transformer.runs.ensemble import is_ensemble_directory
-    from keras_transformer.runs.ensemble import load_ensemble
-    from keras_transformer.runs.run import load_run
+    from keras_transformer.runs.ensemble import load_run_or_ensemble
 
     saved_model = saved_model or default_saved_model_path(run_dir)
     if _same_directory(saved_model, run_dir):
@@ -85,7 +83,7 @@ def export_run(
     for path in (saved_model, tflite):
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
-    run = load_ensemble(run_dir) if is_ensemble_directory(run_dir) else load_run(run_dir)
+    run = load_run_or_ensemble(run_dir)
     if length_penalty is None:
         length_penalty = run.decoding.length_penalty if run.decoding is not None else DEFAULT_LENGTH_PENALTY
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,

@@ -168,11 +168,9 @@ class TranslatorModule(tf.Module):
             A `TranslatorModule`.
         """
         if isinstance(run, (str, bytes)) or hasattr(run, "__fspath__"):
-            from keras_transformer.runs.ensemble import is_ensemble_directory
-            from keras_transformer.runs.ensemble import load_ensemble
-            from keras_transformer.runs.run import load_run
+            from keras_transformer.runs.ensemble import load_run_or_ensemble
 
-            run = load_ensemble(run) if is_ensemble_directory(run) else load_run(run)
+            run = load_run_or_ensemble(run)
         models = run.models if hasattr(run, "models") else run.model
         return cls(models, run.source_tokenizer, run.target_tokenizer, **kwargs)
 

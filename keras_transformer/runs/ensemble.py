@@ -128,3 +128,9 @@ def load_ensemble(directory):
     runs: list[Run] = [load_run(member_dir) for member_dir in member_directories(directory)]
     check_members(runs)
     return Ensemble(runs, directory, read_decoding_settings(directory))
+
+
+def load_run_or_ensemble(directory):
+    """A `Run` for a run directory, an `Ensemble` for an ensemble directory (both have the tokenizers and
+    `decoding`; an `Ensemble` has `models` and `members`, a `Run` has `model`)."""
+    return load_ensemble(directory) if is_ensemble_directory(directory) else load_run(directory)
