@@ -127,7 +127,8 @@ def main(argv=None):
         others = {op: value for op, value in ops.items() if not MATMUL.match(op)}
         rows.setdefault("whole step (decode)", {})[name] = f"{per_step(decode_ps):.0f}"
         rows.setdefault("matmuls", {})[name] = (
-            f"{per_step(sum(v[0] for v in matmuls.values())):.0f} ({sum(v[1] for v in matmuls.values()) / steps:.0f} ops)"
+            f"{per_step(sum(v[0] for v in matmuls.values())):.0f} "
+            f"({sum(v[1] for v in matmuls.values()) / steps:.0f} ops)"
         )
         rows.setdefault("  largest matmul", {})[name] = f"{per_step(max(v[0] for v in matmuls.values())):.0f}"
         rows.setdefault("other XLA ops", {})[name] = (

@@ -2,13 +2,15 @@
 
 One run directory is exported as a SavedModel, TFLite (fp32 / fp16 / dynamic-range int8) and CTranslate2 (fp32 /
 int8). Each engine then runs in a process of its own (so that its peak RSS is its own): it translates `--sentences`
-source sentences at each batch size, greedy and beam 4, after a warm-up pass over the same batches, and scores `--bleu-sentences` of the
-test set with sacreBLEU. Printed columns: ms per decoding step (batch wall time / the batch's longest output in
-tokens, median over batches), sentences/s, peak RSS of the process, artifact size, BLEU, and the ratio of ms/step to
-CTranslate2 in the same run (fp32 rows to CTranslate2 fp32, int8 rows to CTranslate2 int8).
+source sentences at each batch size, greedy and beam 4, after a warm-up pass over the same batches, and scores
+`--bleu-sentences` of the `--src`/`--ref` pairs with sacreBLEU. Printed columns: ms per decoding step (batch wall
+time / the batch's longest output in tokens, median over batches), sentences/s, peak RSS of the process, artifact
+size, BLEU, and the ratio of ms/step to CTranslate2 in the same run (fp32 rows to CTranslate2 fp32, int8 rows to
+CTranslate2 int8).
 
-Usage (Multi30k: a run from `examples/multi30k.yaml`, the test set from ../shared/data/multi30k):
-    python benchmarks/deploy.py runs/multi30k --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz
+Usage (Multi30k: a run from `examples/multi30k.yaml`, sentences and references from ../shared/data/multi30k; the
+validation set, so that speed work never looks at test2016, which docs/quality.md keeps for frozen recipes):
+    python benchmarks/deploy.py runs/multi30k --src val.de.gz --ref val.en.gz
     python benchmarks/deploy.py RUN --src S --ref R --batches 1 8 --beams 1 --sentences 32   # quicker
 
 RUN may also be an ensemble directory (`keras-transformer ensemble`): python, saved_model, saved_model-graph and
@@ -16,10 +18,10 @@ tflite then decode all its members as one, while the CTranslate2 rows (the ancho
 is the cost of deploying the ensemble against one model in CTranslate2. An ensemble of a run and its own copy
 translates exactly as the run does (same outputs, same lengths): it isolates what the second member costs.
 
-Engines: python (our `Translator`, XLA-compiled decoding loop), saved_model (the default export: decoding in one
-XLA program; `serving_default` greedy, `translate_beam` beam 4), saved_model-graph (`export --no-jit-compile`: the
-same signatures as plain graph ops), tflite-fp32/-fp16/-int8 (one sentence per interpreter call: batch rows are run in turn),
-ct2-fp32/-int8 (`ctranslate2.Translator`, `--threads` intra threads).
+Engines: python (our `Translator`, XLA-compiled decoding loop), saved_model (the default export: decoding in one XLA
+program; `serving_default` greedy, `translate_beam` beam 4), saved_model-graph (`export --no-jit-compile`: the same
+signatures as plain graph ops), tflite-fp32/-fp16/-int8 (one sentence per interpreter call: batch rows are run in
+turn), ct2-fp32/-int8 (`ctranslate2.Translator`, `--threads` intra threads).
 """
 
 import argparse
@@ -35,7 +37,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import engine_rows, print_rows  # noqa: E402
 
-ENGINES = ("python", "saved_model", "saved_model-graph", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32", "ct2-int8")
+ENGINES = ("python", "saved_model", "saved_model-graph", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32",
+           "ct2-int8")
 
 
 def parse_args(argv=None):
@@ -44,7 +47,7 @@ def parse_args(argv=None):
     parser.add_argument("--src", required=True, help="test source sentences (.gz accepted)")
     parser.add_argument("--ref", required=True, help="test references")
     parser.add_argument("--sentences", type=int, default=64, help="sentences timed per batch size")
-    parser.add_argument("--bleu-sentences", type=int, default=1000, help="test sentences scored for BLEU")
+    parser.add_argument("--bleu-sentences", type=int, default=1000, help="--src/--ref pairs scored for BLEU")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--threads", type=int, default=2)

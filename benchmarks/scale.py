@@ -61,7 +61,8 @@ def parse_args(argv=None):
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
-                   help="XLA-compile the train step (the trainer's default; --no-jit-compile as examples/multi30k.yaml)")
+                   help="XLA-compile the train step (the trainer's default; --no-jit-compile as "
+                        "examples/multi30k.yaml)")
     p.add_argument("--workdir", help="where to generate the corpus and runs (default: a new temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     # Internal: one measured process.
@@ -251,7 +252,8 @@ def main(argv=None):
                          f"{ratio:.1f}x"])
         print()
         print(f"Model: {args.num_layers}+{args.num_layers} layers, d_model {args.d_model}, d_ff {args.d_ff}, "
-              f"batch {args.batch_size}, max length {args.max_length}, XLA {'on' if args.jit_compile else 'off'}; backend "
+              f"batch {args.batch_size}, max length {args.max_length}, "
+              f"XLA {'on' if args.jit_compile else 'off'}; backend "
               f"{os.environ.get('KERAS_BACKEND', 'tensorflow')}")
         print_table(["corpus", "pairs kept", "shards", "scan s", "first step s", "peak RSS GB", "model batch/s",
                      "pipeline batch/s", "pipeline/model"], rows)

@@ -275,6 +275,7 @@ def test_translate_on_a_missing_run_is_a_clear_error(tmp_path, capsys):
 
 
 def test_console_script_is_installed():
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     result = subprocess.run(["keras-transformer", "--help"], capture_output=True, text=True,
-                            env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
+                            env={**os.environ, "PATH": path})
     assert result.returncode == 0 and "quickstart" in result.stdout

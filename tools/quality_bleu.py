@@ -4,7 +4,8 @@
         --line "goal=42" "recipe=runs/seed0" "recipe=runs/seed1" "recipe=runs/r30" \\
         "keras.io KerasHub example=runs/keras_hub_baseline/results.json"
 
-Each point is LABEL=RUN_DIR: the run's training minutes (an ensemble directory's: the sum of its members') (the sum of its epochs' wall times in history.json) and the
+Each point is LABEL=RUN_DIR: the run's training minutes (the sum of its epochs' wall times in history.json; for an
+ensemble directory, the sum over its members) and the
 scores `keras-transformer evaluate RUN_DIR ... --report RUN_DIR/test2016.json` wrote (`--report-name` changes the
 file name). A LABEL=results.json point is `benchmarks/multi30k_keras_hub.py`'s output (its beam row on test2016). A
 LABEL=MINUTES,BLEU,CHRF point is a measurement typed in from docs/quality.md's tables, for runs whose directories

@@ -308,7 +308,8 @@ def _(ctx):
     src = ctx.write("odd/long.src", "\n".join(lines) + "\n")
     start = time.time()
     result = run_cli(train_args(ctx, ctx.fresh("runs/long"), src=src), ctx, timeout=300)
-    result.note = f"trained in {time.time() - start:.0f} s (long words tokenize as [UNK]; sequences cut at --max-length)"
+    result.note = (f"trained in {time.time() - start:.0f} s (long words tokenize as [UNK]; sequences cut at "
+                   "--max-length)")
     return result
 
 

@@ -1,5 +1,6 @@
 """ai-edge-litert (TFLite's successor interpreter) runs the exported TFLite translator with tensorflow-text's op
-registrar and gives TensorFlow's interpreter's translations; without the registrar it cannot resolve the tokenizer op."""
+registrar and gives TensorFlow's interpreter's translations; without the registrar it cannot resolve the tokenizer
+op."""
 
 import numpy as np
 import pytest
