@@ -1,5 +1,5 @@
 """The house stays one way down: no import circle, no back- or sideways arrow, no private cross-package import, no
-file far over 400 lines (tools/house.py explains the layers)."""
+file far over 400 lines, no line over 120 characters (tools/house.py explains the layers)."""
 
 import os
 import sys
@@ -23,3 +23,16 @@ def test_every_package_module_has_a_layer():
     for module, _ in house.modules(root):
         layer = house.layer_of(module)
         assert layer is None or layer in house.LAYERS, f"{module}: add its package to tools/house.py LAYERS"
+
+
+def test_no_line_of_the_package_is_over_120_characters():
+    # The house's width (what the code was written to): a longer line is one a reader has to scroll for.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    long_lines = []
+    for folder, _, names in os.walk(os.path.join(root, "keras_transformer")):
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                long_lines += [f"{os.path.relpath(path, root)}:{i}" for i, line in enumerate(f, 1)
+                               if len(line.rstrip("\n")) > 120]
+    assert long_lines == []

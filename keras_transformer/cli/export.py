@@ -38,8 +38,8 @@ def cmd_export(args):
         if not (args.saved_model or args.tflite):
             return 0
     export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
-               max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize, overwrite=args.overwrite,
-               jit_compile=args.jit_compile)
+               max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
+               overwrite=args.overwrite, jit_compile=args.jit_compile)
     return 0
 
 

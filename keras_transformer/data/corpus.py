@@ -223,7 +223,8 @@ def read_parallel_corpus(src_path, tgt_path, max_words=None):
 
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> for name, text in (("train.de", "Ein Hund.\\n\\nZwei Katzen.\\n"), ("train.en", "A dog.\\nNothing.\\nTwo cats.\\n")):
+    >>> files = (("train.de", "Ein Hund.\\n\\nZwei Katzen.\\n"), ("train.en", "A dog.\\nNothing.\\nTwo cats.\\n"))
+    >>> for name, text in files:
     ...     with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
     ...         _ = f.write(text)
     >>> corpus = read_parallel_corpus(os.path.join(folder, "train.de"), os.path.join(folder, "train.en"))

@@ -110,7 +110,8 @@ def make_dataset(
         if shuffle_buffer is None:
             shuffle_buffer = min(num_pairs, 100_000) if num_pairs else 10_000
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length, drop_remainder)
+    dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
+                     drop_remainder)
     return dataset.prefetch(AUTOTUNE)
 
 

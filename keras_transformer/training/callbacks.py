@@ -177,11 +177,11 @@ class FitCosineToBudget(keras.callbacks.Callback):
     With a wall-clock budget the number of epochs that fit depends on the machine and the day, and a cosine
     decay sized for more epochs than fit stops with the learning rate well above zero. After each epoch this
     estimates the epoch time (the median of the epochs `budget` has timed, leaving out the first, which also
-    tokenizes and compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to the end of
-    the last of them (never past `max_epochs`): from the current step the learning rate goes on, without a jump,
-    to zero there. Training stops at that epoch end. Moving the horizon out again needs the extra epochs to fit
-    with `growth_margin` to spare (an epoch time near the boundary would otherwise move it back and forth, and
-    an epoch that then does not fit would end training above zero). Once an epoch end reaches the horizon the
+    tokenizes and compiles), counts the epochs that still fit in the budget, and moves the schedule's horizon to
+    the end of the last of them (never past `max_epochs`): from the current step the learning rate goes on,
+    without a jump, to zero there. Training stops at that epoch end. Moving the horizon out again needs the extra
+    epochs to fit with `growth_margin` to spare (an epoch time near the boundary would otherwise move it back and
+    forth, and an epoch that then does not fit would end training above zero). Once an epoch end reaches the horizon the
     learning rate is zero, so the horizon is not moved out again even if a faster epoch leaves time for another.
 
     Args:
@@ -281,7 +281,8 @@ def _read_records(path):
         try:
             return list(json.load(f).get("epochs", []))
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{error.lineno}: expected the JSON written by HistoryLogger ({error.msg})") from None
+            raise ValueError(f"{path}:{error.lineno}: expected the JSON written by HistoryLogger "
+                             f"({error.msg})") from None
 
 
 def _backup_epoch(backup_dir):
