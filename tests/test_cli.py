@@ -233,6 +233,20 @@ def test_config_file_supplies_settings_and_flags_win(tiny_run, tmp_path):
     assert saved["model"]["d_model"] == 16 and saved["model"]["d_ff"] == 48
 
 
+def test_no_max_minutes_drops_the_config_files_time_budget(tmp_path, capsys):
+    from keras_transformer.cli.settings import collect_settings
+
+    config = tmp_path / "recipe.yaml"
+    config.write_text("epochs: 40\nmax_minutes: 88\n")
+    common = ["train", "--src", "a", "--tgt", "b", "--output", str(tmp_path / "run"), "--config", str(config)]
+    assert collect_settings(cli.build_parser().parse_args(common))["max_minutes"] == 88
+    settings = collect_settings(cli.build_parser().parse_args(common + ["--no-max-minutes", "--epochs", "19"]))
+    assert "max_minutes" not in settings and settings["epochs"] == 19
+    assert cli.main(common + ["--no-max-minutes", "--max-minutes", "30"]) == 2
+    assert "--max-minutes 30 and --no-max-minutes contradict each other" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_cosine_decay_ends_training_at_a_zero_learning_rate(tiny_run, tmp_path, recwarn, capsys):
     root, _, _ = tiny_run
     out = str(tmp_path / "run")

@@ -59,6 +59,9 @@ def add_settings_flags(parser):
                        help="one subword vocabulary for both languages")
     group.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
                        help="compile the train step with XLA (default on: 2-3x faster on CPU)")
+    group.add_argument("--no-max-minutes", action="store_true", default=False,
+                       help="drop the --config file's time budget: train its --epochs whatever they take (the "
+                            "same work on a slower machine)")
 
 
 def collect_settings(args):
@@ -68,6 +71,11 @@ def collect_settings(args):
     if getattr(args, "config", None):
         settings.update({k.replace("-", "_"): v for k, v in load_settings_file(args.config).items()})
     settings.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
+    if getattr(args, "no_max_minutes", False):
+        if args.max_minutes is not None:
+            raise ValueError(f"--max-minutes {args.max_minutes:g} and --no-max-minutes contradict each other: "
+                             "give one")
+        settings.pop("max_minutes", None)
     if settings.get("share_embeddings"):
         settings["shared_vocab"] = True
     check_settings(settings)  # every setting checked before TensorFlow is even imported
