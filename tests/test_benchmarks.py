@@ -118,6 +118,28 @@ def test_deploy_benchmark_runs_each_engine_against_ctranslate2(tmp_path):
     assert re.search(r"ct2-fp32\s+1\s+1\s+.*\s1\.00$", out, flags=re.M), out
 
 
+def test_ensemble_combine_benchmark_scores_both_rules_and_agrees_for_identical_members(tmp_path):
+    import shutil
+
+    from tests.export.helpers import SENTENCES
+    from tests.export.helpers import write_tiny_run
+
+    run_dir = write_tiny_run(tmp_path / "run")
+    shutil.copytree(run_dir, tmp_path / "copy")
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(["1999-05-01"] * len(SENTENCES)) + "\n", encoding="utf-8")
+    out = run_script("ensemble_combine.py", run_dir, str(tmp_path / "copy"), "--src", str(src), "--ref", str(ref),
+                     "--beam-size", "2", "--length-penalties", "0", "1")
+    rows = re.findall(r"^(log_prob|prob) +\| ([\d.]+) +\| ([\d.]+) +\| ([\d.]+) +\| \d+", out, re.M)
+    assert sorted((c, a) for c, a, _, _ in rows) == [("log_prob", "0"), ("log_prob", "1"), ("prob", "0"),
+                                                     ("prob", "1")], out
+    # A run with its own copy: both rules give the run's own distribution, so the same translations and scores.
+    scores = {(c, a): (b, f) for c, a, b, f in rows}
+    assert scores[("prob", "0")] == scores[("log_prob", "0")] and scores[("prob", "1")] == scores[("log_prob", "1")]
+    assert "prob - log_prob at each rule's best: +0.00 BLEU, +0.00 chrF" in out
+
+
 @pytest.mark.slow
 def test_deploy_benchmark_takes_an_ensemble_and_anchors_it_on_one_member_in_ctranslate2(tmp_path):
     pytest.importorskip("ctranslate2")

@@ -44,7 +44,8 @@ class Translator:
 
     Args:
         model: the seq2seq `keras.Model`, or a list of them: an ensemble (`EnsembleParts`: their next-token
-            log-probabilities averaged at every step), which must share these tokenizers.
+            log-probabilities averaged at every step), which must share these tokenizers; or an `EnsembleParts`
+            (to choose how it combines its members).
         source_tokenizer: `keras_transformer.data.SubwordTokenizer` of the source language.
         target_tokenizer: tokenizer of the target language (may be the same object).
         max_length: longest output in tokens; defaults to the model's `max_length`.
@@ -62,8 +63,8 @@ class Translator:
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True):
-        if isinstance(model, (list, tuple)):
-            self.parts = EnsembleParts(model)
+        if isinstance(model, (list, tuple, EnsembleParts)):
+            self.parts = model if isinstance(model, EnsembleParts) else EnsembleParts(model)
             self.model = self.parts  # the decoders take the parts; compiled loops are cached on them
         else:
             self.model = model

@@ -1,16 +1,23 @@
 """Several trained models decoded as one: `EnsembleParts`, the usual NMT ensemble, step by step.
 
 At every decoding step each member scores the next token from its own encoder output and key/value caches, and the
-ensemble's log-probabilities are the mean of the members' (a normalized geometric mean of their distributions:
-decoders apply `log_softmax` to what `decode_step` returns). The members must share one target vocabulary and one
-source vocabulary (the same tokenizers); they may differ in anything else (seed, width, depth, training minutes).
-Everything here uses `keras.ops` only.
+ensemble's log-probabilities are the mean of the members' (`combine="log_prob"`, as Marian does: a normalized
+geometric mean of their distributions, since decoders apply `log_softmax` to what `decode_step` returns), or the
+log of the mean of their probabilities (`combine="prob"`, as fairseq does; on Multi30k val the two tied:
+docs/quality.md). The members must share one target vocabulary and one source vocabulary (the same tokenizers);
+they may differ in anything else (seed, width, depth, training minutes). Everything here uses `keras.ops` only.
 """
+
+import math
 
 import keras
 from keras import ops
 
 from keras_transformer.models.inference import TransformerParts
+
+
+# How the members' next-token distributions become the ensemble's (module docstring).
+COMBINES = ("log_prob", "prob")
 
 
 class EnsembleParts:
@@ -19,6 +26,8 @@ class EnsembleParts:
     Args:
         members: models from `build_transformer` (or loaded back), or their `TransformerParts`; at least one.
             All must have the same target vocabulary size and the same number of positions.
+        combine: `"log_prob"` (default): the mean of the members' log-probabilities; `"prob"`: the log of the
+            mean of their probabilities (a token one member rules out keeps the others' mass).
 
     Example:
 
@@ -36,10 +45,13 @@ class EnsembleParts:
           5 LSTMs decoded together); Marian and fairseq decode ensembles the same way, one step at a time.
     """
 
-    def __init__(self, members):
+    def __init__(self, members, combine="log_prob"):
         members = list(members)
         if not members:
             raise ValueError("An ensemble needs at least one model.")
+        if combine not in COMBINES:
+            raise ValueError(f"combine={combine!r}: expected one of {', '.join(map(repr, COMBINES))}")
+        self.combine = combine
         if any(isinstance(m, EnsembleParts) for m in members):
             raise TypeError("An ensemble's members are models (or their `TransformerParts`), not ensembles.")
         for i, m in enumerate(members):
@@ -82,6 +94,7 @@ class EnsembleParts:
         parts = EnsembleParts.__new__(EnsembleParts)
         parts.members = [m.with_loop_invariants() for m in self.members]
         parts._offsets = self._offsets
+        parts.combine = self.combine
         return parts
 
     def encode(self, encoder_inputs):
@@ -101,15 +114,16 @@ class EnsembleParts:
         return [c for member in self.members for c in member.empty_self_attention_caches(batch_size, cache_length)]
 
     def decode_step(self, token_ids, index, self_caches, cross_caches, encoder_padding_mask):
-        """The mean of the members' log-probabilities `[B, t, vocab]` float32, and the new caches (flat)."""
-        total = None
+        """The ensemble's log-probabilities `[B, t, vocab]` float32 (as `combine` says), and the new caches (flat)."""
+        log_probs = []
         new_caches = []
         for member, own_self, own_cross in zip(self.members, self._split(self_caches), self._split(cross_caches)):
             logits, caches = member.decode_step(token_ids, index, own_self, own_cross, encoder_padding_mask)
-            log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-            total = log_probs if total is None else total + log_probs
+            log_probs.append(ops.log_softmax(ops.cast(logits, "float32"), axis=-1))
             new_caches.extend(caches)
-        return total / float(len(self.members)), new_caches
+        if self.combine == "prob":
+            return ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs)), new_caches
+        return sum(log_probs[1:], log_probs[0]) / float(len(log_probs)), new_caches
 
     def cross_attention_weights(self, encoder_inputs, decoder_inputs, layer_index=-1):
         raise ValueError("An ensemble has one cross-attention per member; plot a member's attention instead "

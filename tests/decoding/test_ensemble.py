@@ -1,4 +1,5 @@
-"""Ensemble decoding (`EnsembleParts`): the members' log-probabilities averaged at every step."""
+"""Ensemble decoding (`EnsembleParts`): the members' log-probabilities averaged at every step (or their
+probabilities, with `combine="prob"`)."""
 
 import numpy as np
 import pytest
@@ -13,12 +14,14 @@ def _log_softmax(logits):
     return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 
 
-def ensemble_log_probs(models, encoder_row, tokens):
+def ensemble_log_probs(models, encoder_row, tokens, combine="log_prob"):
     """Per position, the ensemble's next-token log-probabilities `[T, V]` given `tokens` (teacher-forced), float64,
-    as the decoders score them: the mean of the members' log-softmax, padding removed, normalized again."""
+    as the decoders score them: the mean of the members' log-softmax (or the log of the mean of their softmax),
+    padding removed, normalized again."""
     decoder_inputs = np.array([[START] + list(tokens[:-1])], "int32")
-    mean = np.mean([_log_softmax(to_numpy(m({"encoder_inputs": encoder_row[None], "decoder_inputs": decoder_inputs})
-                                          )[0].astype("float64")) for m in models], axis=0)
+    members = [_log_softmax(to_numpy(m({"encoder_inputs": encoder_row[None], "decoder_inputs": decoder_inputs})
+                                     )[0].astype("float64")) for m in models]
+    mean = np.mean(members, axis=0) if combine == "log_prob" else np.log(np.mean(np.exp(members), axis=0))
     mean[:, 0] = -np.inf
     return _log_softmax(mean)
 
@@ -54,23 +57,26 @@ def test_greedy_ensemble_takes_the_argmax_of_the_mean_log_probabilities():
     assert not all(np.array_equal(tokens, a[:, : tokens.shape[1]]) and a.shape == tokens.shape for a in alone)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 1.0])
-def test_beam_ensemble_scores_are_the_mean_log_probabilities_penalized(alpha):
+@pytest.mark.parametrize("alpha, combine", [(0.0, "log_prob"), (1.0, "log_prob"), (1.0, "prob")])
+def test_beam_ensemble_scores_are_the_mean_log_probabilities_penalized(alpha, combine):
     members = _members()
     src = sources(batch=3)
-    tokens, scores = beam_search(EnsembleParts(members), src, 9, START, END, beam_size=3, length_penalty=alpha,
-                                 return_scores=True)
+    tokens, scores = beam_search(EnsembleParts(members, combine=combine), src, 9, START, END, beam_size=3,
+                                 length_penalty=alpha, return_scores=True)
     tokens, scores = to_numpy(tokens), to_numpy(scores)
     check_padding_after_end(tokens, 9)
     for row in range(len(src)):
         out = [int(t) for t in tokens[row] if t != 0]
-        log_probs = ensemble_log_probs(members, src[row], out)
+        log_probs = ensemble_log_probs(members, src[row], out, combine)
+        other = ensemble_log_probs(members, src[row], out, "prob" if combine == "log_prob" else "log_prob")
+        assert np.abs(log_probs - other)[np.isfinite(log_probs)].max() > 1e-3  # the two rules really differ here
         total = float(sum(log_probs[i, t] for i, t in enumerate(out)))
         assert scores[row] == pytest.approx(penalized(total, len(out), alpha), abs=1e-4)
 
 
-def test_compiled_ensemble_decoding_matches_eager():
-    ensemble = EnsembleParts(_members())
+@pytest.mark.parametrize("combine", ["log_prob", "prob"])
+def test_compiled_ensemble_decoding_matches_eager(combine):
+    ensemble = EnsembleParts(_members(), combine=combine)
     src = sources()
     eager = beam_search(ensemble, src, 9, START, END, beam_size=2, length_penalty=0.6)
     compiled = beam_search(ensemble, src, 9, START, END, beam_size=2, length_penalty=0.6, jit_compile=True)
@@ -86,6 +92,8 @@ def test_members_must_share_the_vocabulary_and_positions():
         EnsembleParts([])
     with pytest.raises(TypeError, match="member 1 must be a keras.Model"):
         EnsembleParts([tiny_model(), "run_dir"])
+    with pytest.raises(ValueError, match="combine='mean': expected one of 'log_prob', 'prob'"):
+        EnsembleParts([tiny_model()], combine="mean")
 
 
 def test_the_docstring_example_runs():
