@@ -6,6 +6,7 @@ import pytest
 
 from keras_transformer.decoding import beam_search, greedy_decode
 from keras_transformer.models import EnsembleParts
+from tests.backend_helpers import backend
 from tests.decoding.helpers import END, START, check_padding_after_end, penalized, sources, tiny_model, to_numpy
 
 
@@ -74,7 +75,9 @@ def test_beam_ensemble_scores_are_the_mean_log_probabilities_penalized(alpha, co
         assert scores[row] == pytest.approx(penalized(total, len(out), alpha), abs=1e-4)
 
 
-@pytest.mark.parametrize("combine", ["log_prob", "prob"])
+# On PyTorch one compiled ensemble decoding costs CI 7-8 minutes (444-483 s measured): there the default rule only;
+# `prob` is the same loop with other ops in one step, checked eagerly on every backend above.
+@pytest.mark.parametrize("combine", ["log_prob"] if backend() == "torch" else ["log_prob", "prob"])
 def test_compiled_ensemble_decoding_matches_eager(combine):
     ensemble = EnsembleParts(_members(), combine=combine)
     src = sources()
