@@ -29,10 +29,7 @@ def test_no_line_of_the_package_is_over_120_characters():
     # The house's width (what the code was written to): a longer line is one a reader has to scroll for.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     long_lines = []
-    for folder, _, names in os.walk(os.path.join(root, "keras_transformer")):
-        for name in sorted(n for n in names if n.endswith(".py")):
-            path = os.path.join(folder, name)
-            with open(path, encoding="utf-8") as f:
-                long_lines += [f"{os.path.relpath(path, root)}:{i}" for i, line in enumerate(f, 1)
-                               if len(line.rstrip("\n")) > 120]
+    for module, path in house.modules(root):
+        with open(path, encoding="utf-8") as f:
+            long_lines += [f"{module}:{i}" for i, line in enumerate(f, 1) if len(line.rstrip("\n")) > 120]
     assert long_lines == []

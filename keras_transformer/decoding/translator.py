@@ -63,9 +63,10 @@ class Translator:
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True):
-        if isinstance(model, (list, tuple, EnsembleParts)):
-            self.parts = model if isinstance(model, EnsembleParts) else EnsembleParts(model)
-            self.model = self.parts  # the decoders take the parts; compiled loops are cached on them
+        if isinstance(model, (list, tuple)):
+            model = EnsembleParts(model)
+        if isinstance(model, EnsembleParts):
+            self.parts = self.model = model  # the decoders take the parts; compiled loops are cached on them
         else:
             self.model = model
             self.parts = TransformerParts.from_model(model)
