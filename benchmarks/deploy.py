@@ -117,7 +117,7 @@ def make_translate(engine, path, threads):
         from keras_transformer.runs.ensemble import load_run_or_ensemble
 
         run = load_run_or_ensemble(path)
-        translator = Translator(run.models if hasattr(run, "models") else run.model, run.source_tokenizer,
+        translator = Translator(run.parts if hasattr(run, "parts") else run.model, run.source_tokenizer,
                                 run.target_tokenizer)
         return lambda texts, beam: translator.translate(texts, beam_size=beam, batch_size=len(texts))
     if engine.startswith("saved_model"):

@@ -119,7 +119,7 @@ def main(argv=None):
         if not is_ensemble_directory(args.output):
             write_ensemble(args.output, members)
         ensemble = load_ensemble(args.output)
-        translator = Translator(ensemble.models, ensemble.source_tokenizer, ensemble.target_tokenizer)
+        translator = Translator(ensemble.parts, ensemble.source_tokenizer, ensemble.target_tokenizer)
         decoding = ensemble.decoding
     if args.tune and decoding is None and args.beam_size > 1:
         decoding = tune_on_validation(translator, args.output, path("val", src), path("val", tgt), args.beam_size,

@@ -194,6 +194,24 @@ def test_an_ensemble_directory_decodes_its_runs_as_one(tiny_run, tmp_path, capsy
     assert "ensemble.json: exists; pass --overwrite" in capsys.readouterr().err
     assert cli.main(["ensemble", run, run, "--output", str(tmp_path / "twice")]) == 2
     assert "named twice" in capsys.readouterr().err
+    # --combine prob (fairseq's mean of probabilities) is kept in ensemble.json and decodes: a run and its copy
+    # average two equal distributions under either rule.
+    prob = str(tmp_path / "prob")
+    assert cli.main(["ensemble", run, copy, "--output", prob, "--combine", "prob"]) == 0
+    assert json.load(open(os.path.join(prob, "ensemble.json")))["combine"] == "prob"
+    assert "probabilities averaged" in capsys.readouterr().out
+    assert cli.main(["evaluate", prob, "--src", src, "--ref", ref, "--beam-size", "2",
+                     "--output", str(tmp_path / "prob.out")]) == 0
+    assert _bleu(capsys.readouterr().out) == scores[0]
+    assert (tmp_path / "prob.out").read_text() == (tmp_path / "run.out").read_text()
+    with pytest.raises(SystemExit):
+        cli.main(["ensemble", run, copy, "--output", str(tmp_path / "bad"), "--combine", "max"])
+    assert "invalid choice: 'max'" in capsys.readouterr().err
+    with open(os.path.join(prob, "ensemble.json"), "w", encoding="utf-8") as f:
+        json.dump({**spec, "combine": "max"}, f)
+    assert cli.main(["evaluate", prob, "--src", src, "--ref", ref]) == 2
+    assert "ensemble.json: damaged or not written by keras-transformer ensemble (combine 'max'" in \
+        capsys.readouterr().err
     assert cli.main(["ensemble", run, "--output", str(tmp_path / "one")]) == 2
     assert "at least 2 run directories" in capsys.readouterr().err
     vocab = os.path.join(copy, "tokenizers", "source", "vocab.txt")

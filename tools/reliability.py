@@ -208,6 +208,8 @@ _setting_case("batch-abc", ["--batch-size", "abc"], "--batch-size", "`--batch-si
 _setting_case("average-more", ["--epochs", "2", "--average-last", "5"], "average_last",
               "`--average-last 5` with `--epochs 2`")
 _setting_case("budget-small", ["--token-budget", "10"], "token_budget", "`--token-budget 10` below `--max-length`")
+_setting_case("max-minutes-both", ["--max-minutes", "10", "--no-max-minutes"], "--no-max-minutes",
+              "`--max-minutes 10` with `--no-max-minutes`")
 _setting_case("quick-num-train", ["--num-train", "0"], "--num-train", "`quickstart --num-train 0`", area="quickstart")
 _setting_case("quick-dropout", ["--dropout", "2"], "dropout", "`quickstart --dropout 2`", area="quickstart")
 

@@ -29,14 +29,11 @@ def _load_translator(path):
 def _load_run_translator(path):
     """`(Translator, decoding)` for a run directory or an ensemble directory (`keras-transformer ensemble`)."""
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble
-    from keras_transformer.runs.run import load_run
+    from keras_transformer.runs.ensemble import Ensemble, load_run_or_ensemble
 
-    if is_ensemble_directory(path):
-        ensemble = load_ensemble(path)
-        return Translator(ensemble.models, ensemble.source_tokenizer, ensemble.target_tokenizer), ensemble.decoding
-    run = load_run(path)
-    return Translator(run.model, run.source_tokenizer, run.target_tokenizer), run.decoding
+    run = load_run_or_ensemble(path)
+    model = run.parts if isinstance(run, Ensemble) else run.model
+    return Translator(model, run.source_tokenizer, run.target_tokenizer), run.decoding
 
 
 def _decoding_arguments(args, translator, decoding):
@@ -165,9 +162,10 @@ def cmd_tune(args):
 def cmd_ensemble(args):
     from keras_transformer.runs.ensemble import write_ensemble
 
-    ensemble = write_ensemble(args.output, args.runs, overwrite=args.overwrite)
-    print(f"wrote {args.output}: {len(ensemble.members)} runs decoded as one (their next-token log-probabilities "
-          f"averaged); choose its decoding with `keras-transformer tune {args.output} --src ... --ref ...`")
+    ensemble = write_ensemble(args.output, args.runs, overwrite=args.overwrite, combine=args.combine)
+    how = "log-probabilities averaged" if args.combine == "log_prob" else "probabilities averaged"
+    print(f"wrote {args.output}: {len(ensemble.members)} runs decoded as one (their next-token {how}); choose its "
+          f"decoding with `keras-transformer tune {args.output} --src ... --ref ...`")
     return 0
 
 
@@ -221,9 +219,13 @@ def register(sub, common):
     p = sub.add_parser("ensemble", parents=[common], help="decode several runs as one",
                        description="Write an ensemble directory: the run directories named here (trained on the "
                                    "same corpus with the same vocabulary settings) decoded together, their next-token "
-                                   "log-probabilities averaged at every step. translate, evaluate and tune take it "
-                                   "wherever they take a run directory.")
+                                   "distributions combined at every step (--combine). translate, evaluate, tune and "
+                                   "export take it wherever they take a run directory.")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="two or more run directories written by `train`")
     p.add_argument("--output", required=True, help="the ensemble directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an ensemble directory's members")
+    p.add_argument("--combine", choices=["log_prob", "prob"], default="log_prob",
+                   help="how the members' next-token distributions become one: the mean of their log-probabilities "
+                        "(default, Marian's rule) or the log of the mean of their probabilities (fairseq's); they "
+                        "tied on Multi30k val (docs/quality.md)")
     p.set_defaults(func=cmd_ensemble)

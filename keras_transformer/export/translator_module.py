@@ -1,6 +1,7 @@
 """`TranslatorModule`: text in, text out, in one TensorFlow graph (for SavedModel and TFLite export)."""
 
 import json
+import math
 
 import keras
 import tensorflow as tf
@@ -67,8 +68,9 @@ class TranslatorModule(tf.Module):
     `format_version`.
 
     An ensemble exports the same way: pass a list of models (`keras-transformer ensemble` members, sharing the
-    tokenizers) and every step decodes with the mean of their next-token log-probabilities (`EnsembleParts`), in
-    the same graph; `scores` are then the mean log-probabilities, length-penalized.
+    tokenizers) and every step decodes with the mean of their next-token log-probabilities (`EnsembleParts`;
+    `combine="prob"`: the log of the mean of their probabilities), in the same graph; `scores` are then the
+    ensemble's log-probabilities, length-penalized.
 
     Args:
         model: a model from `keras_transformer.build_transformer` (or loaded back from `.keras`), or a list of
@@ -80,6 +82,8 @@ class TranslatorModule(tf.Module):
         beam_size: Python int, decoding of `translate`/`serving_default`: 1 greedy, more for beam search.
         length_penalty: float >= 0, GNMT's alpha, for beam search and `scores`.
         jit_compile: bool, decode through XLA in the SavedModel signatures (see above).
+        combine: how an ensemble combines its members, "log_prob" or "prob" (`EnsembleParts`); one model
+            ignores it.
         name: module name.
 
     Example:
@@ -99,13 +103,14 @@ class TranslatorModule(tf.Module):
         beam_size=1,
         length_penalty=0.6,
         jit_compile=True,
+        combine="log_prob",
         name="translator",
     ):
         super().__init__(name=name)
         models = list(model) if isinstance(model, (list, tuple)) else [model]
         if not models:
             raise ValueError("`model` is an empty list; pass a model or the models of an ensemble.")
-        parts = TransformerParts.from_model(models[0]) if len(models) == 1 else EnsembleParts(models)
+        parts = TransformerParts.from_model(models[0]) if len(models) == 1 else EnsembleParts(models, combine)
         members = parts.members if isinstance(parts, EnsembleParts) else [parts]
         self._parts = parts
         # Every member reads the same source ids: as many positions as the shortest encoder has.
@@ -162,7 +167,8 @@ class TranslatorModule(tf.Module):
 
         Args:
             run: a `Run` (from `train` or `load_run`), an `Ensemble`, or the path of either's directory.
-            **kwargs: `max_length`, `beam_size`, `length_penalty`, `jit_compile`, `name`.
+            **kwargs: `max_length`, `beam_size`, `length_penalty`, `jit_compile`, `name` (an ensemble's `combine`
+                comes from it).
 
         Returns:
             A `TranslatorModule`.
@@ -171,8 +177,9 @@ class TranslatorModule(tf.Module):
             from keras_transformer.runs.ensemble import load_run_or_ensemble
 
             run = load_run_or_ensemble(run)
-        models = run.models if hasattr(run, "models") else run.model
-        return cls(models, run.source_tokenizer, run.target_tokenizer, **kwargs)
+        if hasattr(run, "models"):  # an Ensemble
+            return cls(run.models, run.source_tokenizer, run.target_tokenizer, combine=run.combine, **kwargs)
+        return cls(run.model, run.source_tokenizer, run.target_tokenizer, **kwargs)
 
     def get_config(self):
         """The export settings as a JSON-friendly dict."""
@@ -185,6 +192,7 @@ class TranslatorModule(tf.Module):
             "source_max_length": self._source_max_length,
             "length_penalty": self._length_penalty,
             "ensemble_size": len(self._models),
+            "ensemble_combine": self._parts.combine if len(self._models) > 1 else None,
             "jit_compile": self._jit_compile,
             "source_vocab_size": self.source_tokenizer.vocab_size,
             "target_vocab_size": self.target_tokenizer.vocab_size,
@@ -222,17 +230,19 @@ class TranslatorModule(tf.Module):
         """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
 
         The same score as beam search gives its hypotheses (padding is never generated, so id 0 is removed from the
-        softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose log-probabilities
-        are averaged as in decoding).
+        softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose distributions are
+        combined as in decoding: `combine`).
         """
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
         decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
-        log_probs = 0.0
-        for model in self._models:
-            logits = model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
-            log_probs += tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-        log_probs = tf.nn.log_softmax(log_probs / len(self._models) + primitives.padding_bias(self._parts.vocab_size),
-                                      axis=-1)
+        members = [tf.nn.log_softmax(tf.cast(model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs},
+                                                   training=False), tf.float32), axis=-1)
+                   for model in self._models]
+        if len(members) > 1 and self._parts.combine == "prob":
+            log_probs = tf.reduce_logsumexp(tf.stack(members), axis=0) - math.log(len(members))
+        else:
+            log_probs = tf.add_n(members) / len(members)
+        log_probs = tf.nn.log_softmax(log_probs + primitives.padding_bias(self._parts.vocab_size), axis=-1)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)
         total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)

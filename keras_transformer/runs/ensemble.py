@@ -1,7 +1,9 @@
 """An ensemble directory: several run directories decoded as one (`keras-transformer ensemble`).
 
     ensemble_dir/
-      ensemble.json     {"format": "keras_transformer.ensemble", "members": [run directories, relative to here]}
+      ensemble.json     {"format": "keras_transformer.ensemble", "members": [run directories, relative to here],
+                         "combine": "log_prob" or "prob" (how the members' next-token distributions are combined:
+                         `keras_transformer.models.EnsembleParts`; "log_prob" when absent)}
       decoding.json     the beam size and length penalty chosen for the ensemble (`keras-transformer tune`)
 
 `translate`, `evaluate` and `tune` take an ensemble directory wherever they take a run directory; the members are
@@ -14,6 +16,8 @@ import os
 
 from keras_transformer.atomic import write_json
 from keras_transformer.decoding.tuning import DecodingSettings
+from keras_transformer.models.ensemble import COMBINES
+from keras_transformer.models.ensemble import EnsembleParts
 from keras_transformer.runs.layout import DECODING_FILE
 from keras_transformer.runs.layout import ENSEMBLE_FILE
 from keras_transformer.runs.run import Run
@@ -26,15 +30,22 @@ _FORMAT = "keras_transformer.ensemble"
 
 @dataclasses.dataclass
 class Ensemble:
-    """The member runs of an ensemble directory, their shared tokenizers, and the ensemble's own decoding choice."""
+    """The member runs of an ensemble directory, their shared tokenizers, the ensemble's own decoding choice and
+    how it combines its members (`combine`: "log_prob" or "prob", see `EnsembleParts`)."""
 
     members: list
     directory: str | None = None
     decoding: DecodingSettings | None = None
+    combine: str = "log_prob"
 
     @property
     def models(self):
         return [run.model for run in self.members]
+
+    @property
+    def parts(self):
+        """The members as one decodable `EnsembleParts` (what `Translator` and the exporters take)."""
+        return EnsembleParts(self.models, combine=self.combine)
 
     @property
     def source_tokenizer(self):
@@ -66,14 +77,21 @@ def check_members(runs):
                                  "with the same vocabulary settings)")
 
 
-def write_ensemble(directory, member_directories, overwrite=False):
+def write_ensemble(directory, member_directories, overwrite=False, combine="log_prob"):
     """Checks the members (loading each run) and writes `directory/ensemble.json`; returns the `Ensemble`.
+
+    `combine` is how decoding combines the members' next-token distributions: "log_prob" (the mean of their
+    log-probabilities, Marian's rule and the default) or "prob" (the log of the mean of their probabilities,
+    fairseq's); on Multi30k val the two tied (docs/quality.md).
 
     Raises:
         FileExistsError: `directory` already holds an ensemble (or a run) and `overwrite` is false.
         FileNotFoundError, RunFileError: a member is not a readable run directory (naming it).
-        ValueError: fewer than 2 members, a member named twice, or members whose tokenizers differ.
+        ValueError: fewer than 2 members, a member named twice, members whose tokenizers differ, or an unknown
+            `combine`.
     """
+    if combine not in COMBINES:
+        raise ValueError(f"combine={combine!r}: expected one of {', '.join(COMBINES)}")
     target = os.path.join(directory, ENSEMBLE_FILE)
     if os.path.exists(target) and not overwrite:
         raise FileExistsError(f"{target}: exists; pass --overwrite to replace the ensemble")
@@ -86,10 +104,26 @@ def write_ensemble(directory, member_directories, overwrite=False):
     check_members(runs)
     os.makedirs(directory, exist_ok=True)
     members = [os.path.relpath(m, os.path.realpath(directory)) for m in real]
-    write_json(target, {"format": _FORMAT, "members": members})
+    write_json(target, {"format": _FORMAT, "members": members, "combine": combine})
     if overwrite and os.path.exists(os.path.join(directory, DECODING_FILE)):
-        os.remove(os.path.join(directory, DECODING_FILE))  # chosen for other members
-    return Ensemble(runs, directory, None)
+        os.remove(os.path.join(directory, DECODING_FILE))  # chosen for other members (or another combine)
+    return Ensemble(runs, directory, None, combine)
+
+
+def _read_spec(directory):
+    """`(members, combine)` of `directory/ensemble.json`, checked; raises RunFileError when it is damaged."""
+    path = os.path.join(directory, ENSEMBLE_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+        if spec.get("format") != _FORMAT or not all(isinstance(m, str) for m in spec["members"]):
+            raise ValueError("not an ensemble description")
+        combine = spec.get("combine", "log_prob")  # ensembles written before `combine` existed
+        if combine not in COMBINES:
+            raise ValueError(f"combine {combine!r} is not one of {', '.join(COMBINES)}")
+        return spec["members"], combine
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as error:
+        raise RunFileError(f"{path}: damaged or not written by keras-transformer ensemble ({error})") from None
 
 
 def member_directories(directory):
@@ -100,14 +134,7 @@ def member_directories(directory):
         FileNotFoundError: a member run directory is gone (naming it).
     """
     path = os.path.join(directory, ENSEMBLE_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            spec = json.load(f)
-        if spec.get("format") != _FORMAT or not all(isinstance(m, str) for m in spec["members"]):
-            raise ValueError("not an ensemble description")
-        members = spec["members"]
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as error:
-        raise RunFileError(f"{path}: damaged or not written by keras-transformer ensemble ({error})") from None
+    members, _ = _read_spec(directory)
     directories = []
     for member in members:
         member_dir = os.path.normpath(os.path.join(os.path.realpath(directory), member))
@@ -127,7 +154,8 @@ def load_ensemble(directory):
     """
     runs: list[Run] = [load_run(member_dir) for member_dir in member_directories(directory)]
     check_members(runs)
-    return Ensemble(runs, directory, read_decoding_settings(directory))
+    _, combine = _read_spec(directory)
+    return Ensemble(runs, directory, read_decoding_settings(directory), combine)
 
 
 def load_run_or_ensemble(directory):

@@ -58,16 +58,12 @@ def test_the_saved_model_decodes_like_the_python_ensemble(ensemble, run):
     assert saved.translate(BAD_INPUTS)[:3] == ["", "", ""]
 
 
-def test_the_saved_model_scores_are_the_ensembles_mean_log_probabilities(ensemble):
-    ens, paths = ensemble
-    members = load_ensemble(ens)
-    module = tf.saved_model.load(paths["saved_model"])
-    np.testing.assert_allclose(module.length_penalty.numpy(), LENGTH_PENALTY)
-    outputs = module.signatures["translate_with_ids"](text=tf.constant(SENTENCES[:3]))
-    tokens, scores = outputs["token_ids"].numpy(), outputs["scores"].numpy()
-    source_ids = np.asarray(encode_sources(members.source_tokenizer, SENTENCES[:3], MODEL_SETTINGS["max_length"]))
+def _expected_scores(members, texts, tokens, combine="log_prob"):
+    """The length-penalized score of each output, from the members' own logits (float64) and `combine`."""
+    source_ids = np.asarray(encode_sources(members.source_tokenizer, texts, MODEL_SETTINGS["max_length"]))
     start = members.target_tokenizer.start_id
-    for row in range(3):
+    expected = []
+    for row in range(len(texts)):
         out = [int(t) for t in tokens[row] if t != 0]
         decoder_inputs = np.array([[start] + out[:-1]], "int32")
         log_probs = []
@@ -76,13 +72,47 @@ def test_the_saved_model_scores_are_the_ensembles_mean_log_probabilities(ensembl
                                       training=False))[0].astype("float64")
             logits -= logits.max(-1, keepdims=True)
             log_probs.append(logits - np.log(np.exp(logits).sum(-1, keepdims=True)))
-        mean = np.mean(log_probs, axis=0)
+        if combine == "prob":
+            mean = np.log(np.mean(np.exp(log_probs), axis=0))
+        else:
+            mean = np.mean(log_probs, axis=0)
         mean[:, 0] = -np.inf  # padding is never generated
         mean -= mean.max(-1, keepdims=True)
         mean -= np.log(np.exp(mean).sum(-1, keepdims=True))
         total = sum(mean[i, t] for i, t in enumerate(out))
-        expected = total / (((5 + len(out)) / 6) ** LENGTH_PENALTY)
-        np.testing.assert_allclose(scores[row], expected, rtol=1e-4, atol=1e-4)
+        expected.append(total / (((5 + len(out)) / 6) ** LENGTH_PENALTY))
+    return np.array(expected)
+
+
+def test_the_saved_model_scores_are_the_ensembles_mean_log_probabilities(ensemble):
+    ens, paths = ensemble
+    members = load_ensemble(ens)
+    module = tf.saved_model.load(paths["saved_model"])
+    np.testing.assert_allclose(module.length_penalty.numpy(), LENGTH_PENALTY)
+    outputs = module.signatures["translate_with_ids"](text=tf.constant(SENTENCES[:3]))
+    tokens, scores = outputs["token_ids"].numpy(), outputs["scores"].numpy()
+    np.testing.assert_allclose(scores, _expected_scores(members, SENTENCES[:3], tokens), rtol=1e-4, atol=1e-4)
+
+
+def test_an_ensemble_of_probabilities_exports_with_its_rule(ensemble):
+    """`ensemble --combine prob` reaches the exported graph: its scores are the log of the members' mean
+    probabilities (not the mean of their log-probabilities), and its settings say so."""
+    from keras_transformer.export import TranslatorModule
+
+    ens, _ = ensemble
+    members = load_ensemble(ens)
+    prob = os.path.join(os.path.dirname(ens), "ens-prob")
+    assert cli.main(["ensemble", *[run.directory for run in members.members], "--output", prob,
+                     "--combine", "prob"]) == 0
+    loaded = load_ensemble(prob)
+    assert (loaded.combine, members.combine) == ("prob", "log_prob")
+    module = TranslatorModule.from_run(prob, length_penalty=LENGTH_PENALTY, jit_compile=False)
+    assert module.get_config()["ensemble_combine"] == "prob"
+    assert TranslatorModule.from_run(ens).get_config()["ensemble_combine"] == "log_prob"
+    outputs = module.translate_with_ids(tf.constant(SENTENCES[:3]))
+    tokens, scores = outputs["token_ids"].numpy(), outputs["scores"].numpy()
+    np.testing.assert_allclose(scores, _expected_scores(loaded, SENTENCES[:3], tokens, "prob"), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(scores, _expected_scores(loaded, SENTENCES[:3], tokens, "log_prob"), rtol=1e-4, atol=1e-4)
 
 
 def test_the_tflite_model_translates_like_the_saved_model(ensemble):
