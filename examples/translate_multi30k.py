@@ -211,10 +211,11 @@ def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pair
     return search.best
 
 
-# Members that fit fewer epochs than this into their share of the minutes were worse as an ensemble than one model
-# given all the minutes (docs/quality.md: two 5-epoch members 36.7 test2016 BLEU against one 11-epoch model's 39.9;
-# two 19-epoch members beat one model by 1.3). Where between 5 and 19 the crossover lies is not measured.
-SHORT_MEMBER_EPOCHS = 10
+# Members that fit fewer epochs than this into their share of the minutes were no better as an ensemble than one
+# model given all the minutes (docs/quality.md: two 5-epoch members 36.7 test2016 BLEU against one 11-epoch model's
+# 39.9; two 12-epoch members val 40.99, test2016 41.18 against one 25-epoch model's val 42.64 / 41.95, test2016
+# 41.22; two 19-epoch members beat one model by 1.3). The crossover lies between 12 and 19 epochs per member.
+SHORT_MEMBER_EPOCHS = 13
 
 
 def warn_if_members_are_short(member, max_minutes):
@@ -223,8 +224,8 @@ def warn_if_members_are_short(member, max_minutes):
     if max_minutes and epochs is not None and epochs < SHORT_MEMBER_EPOCHS:
         plural = "s" if epochs != 1 else ""
         print(f"note: member 0 fit only {epochs} epoch{plural} into {max_minutes:g} minutes on this machine; "
-              f"ensembles of members under {SHORT_MEMBER_EPOCHS} epochs scored below one model given all the "
-              "minutes (docs/quality.md): on a machine this slow, --members 1 is the better recipe", flush=True)
+              f"ensembles of members under {SHORT_MEMBER_EPOCHS} epochs scored no better than one model given all "
+              "the minutes (docs/quality.md): on a machine this slow, --members 1 is the better recipe", flush=True)
 
 
 def training_totals(members):
