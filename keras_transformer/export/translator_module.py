@@ -1,7 +1,6 @@
 """`TranslatorModule`: text in, text out, in one TensorFlow graph (for SavedModel and TFLite export)."""
 
 import json
-import math
 
 import keras
 import tensorflow as tf
@@ -238,10 +237,7 @@ class TranslatorModule(tf.Module):
         members = [tf.nn.log_softmax(tf.cast(model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs},
                                                    training=False), tf.float32), axis=-1)
                    for model in self._models]
-        if len(members) > 1 and self._parts.combine == "prob":
-            log_probs = tf.reduce_logsumexp(tf.stack(members), axis=0) - math.log(len(members))
-        else:
-            log_probs = tf.add_n(members) / len(members)
+        log_probs = self._parts.combine_log_probs(members) if len(members) > 1 else members[0]
         log_probs = tf.nn.log_softmax(log_probs + primitives.padding_bias(self._parts.vocab_size), axis=-1)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)

@@ -121,9 +121,14 @@ class EnsembleParts:
             logits, caches = member.decode_step(token_ids, index, own_self, own_cross, encoder_padding_mask)
             log_probs.append(ops.log_softmax(ops.cast(logits, "float32"), axis=-1))
             new_caches.extend(caches)
+        return self.combine_log_probs(log_probs), new_caches
+
+    def combine_log_probs(self, log_probs):
+        """The ensemble's log-probabilities from its members' (a list of float32 `[..., vocab]` log-softmaxes, one
+        per member), as `combine` says: their mean, or the log of the mean of their probabilities."""
         if self.combine == "prob":
-            return ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs)), new_caches
-        return sum(log_probs[1:], log_probs[0]) / float(len(log_probs)), new_caches
+            return ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(len(log_probs))
+        return sum(log_probs[1:], log_probs[0]) / float(len(log_probs))
 
     def cross_attention_weights(self, encoder_inputs, decoder_inputs, layer_index=-1):
         raise ValueError("An ensemble has one cross-attention per member; plot a member's attention instead "
