@@ -133,13 +133,18 @@ def member_directories(directory):
         RunFileError: `ensemble.json` is damaged.
         FileNotFoundError: a member run directory is gone (naming it).
     """
-    path = os.path.join(directory, ENSEMBLE_FILE)
     members, _ = _read_spec(directory)
+    return _member_paths(directory, members)
+
+
+def _member_paths(directory, members):
+    """`members` (as written in ensemble.json, relative to `directory`) as paths; each must exist."""
     directories = []
     for member in members:
         member_dir = os.path.normpath(os.path.join(os.path.realpath(directory), member))
         if not os.path.isdir(member_dir):
-            raise FileNotFoundError(f"{path}: its member run directory {member_dir} is missing")
+            raise FileNotFoundError(f"{os.path.join(directory, ENSEMBLE_FILE)}: its member run directory "
+                                    f"{member_dir} is missing")
         directories.append(member_dir)
     return directories
 
@@ -152,9 +157,9 @@ def load_ensemble(directory):
         FileNotFoundError: a member run directory is gone (naming it).
         ValueError: the members' tokenizers differ.
     """
-    runs: list[Run] = [load_run(member_dir) for member_dir in member_directories(directory)]
+    members, combine = _read_spec(directory)  # ensemble.json read once
+    runs: list[Run] = [load_run(member_dir) for member_dir in _member_paths(directory, members)]
     check_members(runs)
-    _, combine = _read_spec(directory)
     return Ensemble(runs, directory, read_decoding_settings(directory), combine)
 
 
