@@ -117,7 +117,7 @@ def make_dataset(
 
 def _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size=1024):
     """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows, truncated to `max_length`."""
-    start_src, end_src = src_tokenizer.start_id, src_tokenizer.end_id
+    start_src, end_src = src_tokenizer.source_start_id, src_tokenizer.end_id
     start_tgt, end_tgt = tgt_tokenizer.start_id, tgt_tokenizer.end_id
 
     def encode(sources, targets):

@@ -167,6 +167,11 @@ class SubwordTokenizer(tf.Module):
         return 3
 
     @property
+    def source_start_id(self):
+        """The id that starts a packed source (`[START]`; `None` for a tokenizer whose sources have none)."""
+        return self.start_id
+
+    @property
     def attach_left(self):
         """Boolean NumPy array `[vocab_size]`: token attaches to the previous one when detokenizing."""
         return self._attach_left.copy()

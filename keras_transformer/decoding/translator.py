@@ -30,7 +30,7 @@ def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
     """`encode_sources` for texts already split into subword ids by `tokenize_rows`."""
     # The one source packer (training's and the exported graph's), then padded to a multiple of `pad_to_multiple`
     # columns (fewer distinct shapes for the compiled decoders).
-    packed = pack_rows(rows, tokenizer.start_id, tokenizer.end_id, max_length)
+    packed = pack_rows(rows, tokenizer.source_start_id, tokenizer.end_id, max_length)
     width = -(-packed.shape[1] // pad_to_multiple) * pad_to_multiple
     return np.pad(packed, ((0, 0), (0, width - packed.shape[1])))
 

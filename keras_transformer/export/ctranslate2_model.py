@@ -200,7 +200,7 @@ class CTranslate2Translator:
         if not todo:
             return outputs
         rows = self.source_tokenizer.tokenize([texts[i] for i in todo]).to_list()
-        packed = pack_rows(rows, self.source_tokenizer.start_id, self.source_tokenizer.end_id, self.max_length)
+        packed = pack_rows(rows, self.source_tokenizer.source_start_id, self.source_tokenizer.end_id, self.max_length)
         vocab = self.source_tokenizer.vocab
         sources = [[vocab[i] for i in row if i != 0] for row in packed]
         results = self.translator.translate_batch(

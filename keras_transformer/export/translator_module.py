@@ -208,7 +208,7 @@ class TranslatorModule(tf.Module):
     def encode_text(self, text):
         """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`."""
         tokenizer = self.source_tokenizer
-        return pack_sources(tokenizer.tokenize(text), tokenizer.start_id, tokenizer.end_id, self._source_max_length)
+        return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id, self._source_max_length)
 
     def decode_ids(self, source_ids, beam_size, with_scores=True):
         """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.

@@ -141,8 +141,10 @@ class TransformerSeq2SeqLM:
             })
             _write_json(temporary, PREPROCESSOR_FILE, {
                 "source_sequence_length": int(self.translator.parts.max_length),
-                "packer": "[START] ids[:source_sequence_length - 2] [END], 0-padded",
-                "start_id": self.source_tokenizer.start_id,
+                "packer": ("[START] ids[:source_sequence_length - 2] [END], 0-padded"
+                           if self.source_tokenizer.source_start_id is not None
+                           else "ids[:source_sequence_length - 1] [END], 0-padded"),
+                "start_id": self.source_tokenizer.source_start_id,
                 "end_id": self.source_tokenizer.end_id,
                 "pad_id": self.source_tokenizer.pad_id,
             })

@@ -17,6 +17,14 @@ def test_packs_truncates_and_flags_empty_rows():
     assert pack_rows([], 2, 3, 5).shape == (0, 2)
 
 
+def test_without_a_start_id_rows_are_ids_then_end():
+    ids, has_tokens = pack_sources(tf.ragged.constant([[7, 8, 9, 10, 11], [], [5]]), None, 3, max_length=5)
+    assert ids.numpy().tolist() == [[7, 8, 9, 10, 3], [3, 0, 0, 0, 0], [5, 3, 0, 0, 0]]
+    assert has_tokens.numpy().tolist() == [True, False, True]
+    np.testing.assert_array_equal(pack_rows([[7, 8, 9, 10, 11], [], [5]], None, 3, 5), ids.numpy())
+    assert pack_rows([], None, 3, 5).shape == (0, 1)
+
+
 def test_training_the_translator_and_the_export_all_use_it():
     from keras_transformer.data import pipeline
     from keras_transformer.decoding import translator
