@@ -78,7 +78,11 @@ def collect_settings(args):
         settings.pop("max_minutes", None)
     if settings.get("share_embeddings"):
         settings["shared_vocab"] = True
-    check_settings(settings)  # every setting checked before TensorFlow is even imported
+    model, training = check_settings(settings)  # every setting checked before TensorFlow is even imported
+    if getattr(args, "init_from", None):
+        from keras_transformer.runs.directory import init_from_settings
+
+        init_from_settings(args.init_from, args.output, model, training)  # DIR and the flags that contradict it
     return settings
 
 

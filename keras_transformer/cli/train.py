@@ -25,14 +25,16 @@ def cmd_train(args):
     model_settings, training_settings = split_settings(settings)
     config = TrainingConfig(**training_settings)
     verbose = 1 if sys.stdout.isatty() else 2
-    print(f"Reading {' '.join(args.src)} / {' '.join(args.tgt)} (one pass: line counts, UTF-8, a vocabulary "
-          f"sample of up to {config.vocab_sample:,} pairs)", flush=True)
+    # A fine-tune keeps its starting run's vocabulary: the scan samples nothing to learn one from.
+    sample_size = 1 if args.init_from else config.vocab_sample
+    print(f"Reading {' '.join(args.src)} / {' '.join(args.tgt)} (one pass: line counts, UTF-8"
+          + (")" if args.init_from else f", a vocabulary sample of up to {sample_size:,} pairs)"), flush=True)
     val = read_parallel_corpus(args.val_src, args.val_tgt) if args.val_src else None
     # The scan goes straight to train() (no reference kept here): its vocabulary sample is freed once used.
-    train(scan_corpus(args.src, args.tgt, sample_size=config.vocab_sample, max_words=config.max_words,
+    train(scan_corpus(args.src, args.tgt, sample_size=sample_size, max_words=config.max_words,
                       seed=config.seed, verbose=1 if verbose == 1 else 0),
           args.output, val_data=val, model_settings=model_settings, training_settings=training_settings,
-          verbose=verbose, distribution=distribution, overwrite=args.overwrite)
+          verbose=verbose, distribution=distribution, overwrite=args.overwrite, init_from=args.init_from)
     return 0
 
 
@@ -51,6 +53,12 @@ def register(sub, common):
     p.add_argument("--config", help="JSON or YAML file with the same settings as the flags (flags win)")
     p.add_argument("--overwrite", action="store_true",
                    help="train from scratch where --output holds a finished or started run (its files are removed)")
+    p.add_argument("--init-from", metavar="DIR", default=None,
+                   help="fine-tune: start from the finished run DIR's weights and keep its tokenizers and model "
+                        "settings (no vocabulary is learned; of the model flags only the dropout ones may differ "
+                        "from DIR's). Unless given: --warmup-steps 400 and an --lr-scale that puts the peak "
+                        "learning rate at 1e-4, then the inverse-square-root decay (--decay cosine: to zero at the "
+                        "end). DIR must stay until the fine-tune has finished (a resume checks it again)")
     add_settings_flags(p)
     group = p.add_argument_group("scale out (docs/scaling.md)")
     group.add_argument("--distribute", metavar="{mirrored,multi-host}", default=None,

@@ -44,6 +44,7 @@ class TrainingConfig:
     checkpoint_every: int | None = None
     vocab_sample: int = 200_000
     shuffle_buffer: int = 100_000
+    init_from: str | None = None  # the run a fine-tune started from (absolute path; `train(init_from=...)`)
 
     def __post_init__(self):
         check_training(dataclasses.asdict(self))

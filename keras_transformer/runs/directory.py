@@ -5,7 +5,9 @@
 * an `--output` that is a file, or a non-empty directory that is not a run directory (nothing of the user's is
   ever written over);
 * a finished run (its `model.keras` is there and no checkpoint is left to resume) unless `overwrite`;
-* a run that started with other settings than this call asks for (resuming it would mix two models).
+* a run that started with other settings than this call asks for (resuming it would mix two models);
+* a run to fine-tune from (`--init-from`) that is missing, damaged, the `--output` itself, or whose model the
+  settings contradict (`init_from_settings`).
 
 It removes what a killed process left half-written (`keras_transformer.atomic.clean_temporaries`).
 """
@@ -20,9 +22,19 @@ from keras_transformer.runs.layout import CONFIG_FILE
 from keras_transformer.runs.layout import LOCK_FILE
 from keras_transformer.runs.layout import MODEL_FILE
 from keras_transformer.runs.layout import RUN_ENTRIES
+from keras_transformer.runs.layout import SOURCE_TOKENIZER
+from keras_transformer.runs.layout import TARGET_TOKENIZER
+from keras_transformer.validation import CLI_FLAGS
+from keras_transformer.validation import MODEL_RULES
+from keras_transformer.validation import SettingError
+from keras_transformer.validation import check_model
+
 # Training settings that a resumed run must share with the run it continues (the model settings all must).
 RESUME_TRAINING_SETTINGS = ("vocab_size", "shared_vocab", "batch_size", "token_budget", "max_words", "seed",
                             "vocab_sample")
+# Model settings a fine-tune (`--init-from`) may change: the dropout rates, which shape no weight (fine-tuning often
+# wants other ones). Every other model setting, and the vocabulary, are those of the run it starts from.
+FINE_TUNE_OVERRIDABLE = ("dropout", "attention_dropout", "activation_dropout", "word_dropout")
 
 
 class RunDirectoryError(ValueError):
@@ -119,10 +131,77 @@ def check_resume_settings(path, model_config, training_config):
     saved = read_run_config(path)
     if saved is None:
         return
-    pairs = [(name, saved["model"].get(name), value) for name, value in model_config.items()
-             if not name.endswith("vocab_size")]
+    # The run a fine-tune started from first: resumed without it, every model setting would differ too.
+    pairs = [("init_from", saved["training"].get("init_from"), training_config.get("init_from"))]
+    pairs += [(name, saved["model"].get(name), value) for name, value in model_config.items()
+              if not name.endswith("vocab_size")]
     pairs += [(name, saved["training"].get(name), training_config.get(name)) for name in RESUME_TRAINING_SETTINGS]
     for name, before, now in pairs:
         if before != now:
             raise RunDirectoryError(f"{path}: this run started with {name} = {before!r}, and this command asks for "
                                     f"{now!r}; resume with the same settings, or pass --overwrite to start afresh")
+
+
+def init_from_settings(path, output_dir, model_settings, training_settings):
+    """Checks a run directory to fine-tune from (`--init-from`) and returns the settings of the fine-tune.
+
+    Reads `config.json` and file names only (no TensorFlow), so the command line checks before any work starts.
+    The model settings are `path`'s, with the dropout rates asked for (`FINE_TUNE_OVERRIDABLE`); a model setting
+    that contradicts `path`'s model, or a vocabulary setting its tokenizers (`vocab_size`, `shared_vocab`), is
+    refused. The same value as `path`'s is accepted.
+
+    Args:
+        path: the run directory to start from (written by `train`, or imported from a pretrained checkpoint).
+        output_dir: the new run directory (`--output`): another directory than `path`.
+        model_settings: the model settings asked for, checked (as `check_settings` returns them).
+        training_settings: the training settings asked for, checked.
+
+    Returns:
+        `(model_settings, training_settings)`: new dicts; the model's are complete but for the vocabulary sizes,
+        the training's hold `path`'s `vocab_size` and `shared_vocab`.
+
+    Raises:
+        RunDirectoryError: `path` missing, damaged (naming what) or the same directory as `output_dir`.
+        SettingError: a setting that contradicts `path`'s (naming the flag and `path`'s value).
+    """
+    if not os.path.isdir(path):
+        raise RunDirectoryError(f"--init-from {path}: {'not a directory' if os.path.lexists(path) else 'not found'}; "
+                                "expected a run directory (what keras-transformer train writes)")
+    if os.path.realpath(path) == os.path.realpath(output_dir):
+        raise RunDirectoryError(f"--init-from {path} is the --output directory; a fine-tune writes a new run: choose "
+                                "another --output")
+    for name in (MODEL_FILE, CONFIG_FILE, os.path.join(SOURCE_TOKENIZER, "tokenizer.json")):
+        if not os.path.exists(os.path.join(path, name)):
+            unfinished = name == MODEL_FILE and os.path.isdir(os.path.join(path, CHECKPOINT_DIR))
+            raise RunDirectoryError(f"--init-from {path}: {name} is missing ("
+                                    + ("the run has not finished: finish it first" if unfinished else
+                                       "expected a finished run directory, as keras-transformer train writes")
+                                    + ")")
+    config_path = os.path.join(path, CONFIG_FILE)
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if not isinstance(saved, dict) or not isinstance(saved.get("model"), dict) or \
+                not isinstance(saved.get("training", {}), dict):
+            raise ValueError("expected {\"model\": {...}, \"training\": {...}}")
+        model = {name: value for name, value in saved["model"].items() if not name.endswith("vocab_size")}
+        unknown = sorted(set(model) - set(MODEL_RULES))
+        if unknown:
+            raise ValueError(f"unknown model setting {unknown[0]!r}")
+        check_model(saved["model"])
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise RunDirectoryError(f"--init-from {path}: {config_path} is damaged or not a run's configuration "
+                                f"({error})") from None
+    for name, value in model_settings.items():
+        if name not in FINE_TUNE_OVERRIDABLE and value != model.get(name):
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {value!r} contradicts the model of --init-from {path} "
+                               f"({name} = {model.get(name)!r}), which a fine-tune keeps; of its model settings only "
+                               + ", ".join(CLI_FLAGS[n] for n in FINE_TUNE_OVERRIDABLE) + " may change")
+    shared = not os.path.isdir(os.path.join(path, TARGET_TOKENIZER))
+    vocabulary = {"shared_vocab": shared,
+                  "vocab_size": saved.get("training", {}).get("vocab_size", saved["model"].get("tgt_vocab_size"))}
+    for name, value in vocabulary.items():
+        if name in training_settings and training_settings[name] != value:
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {training_settings[name]!r} contradicts the tokenizers "
+                               f"of --init-from {path} ({name} = {value!r}), which a fine-tune keeps")
+    return {**model, **model_settings}, {**training_settings, **vocabulary}

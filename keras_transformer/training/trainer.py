@@ -50,6 +50,9 @@ from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.runs import TrainingDivergedError
 from keras_transformer.training.distribution import DistributionConfig
 from keras_transformer.training.distribution import setup_distribution
+from keras_transformer.training.fine_tuning import copy_weights
+from keras_transformer.training.fine_tuning import describe_fine_tuning
+from keras_transformer.training.fine_tuning import fine_tuning_settings
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.plots import plot_history
@@ -114,6 +117,7 @@ def train(
     distribution=None,
     callbacks=None,
     overwrite=False,
+    init_from=None,
 ):
     """Train tokenizers and a Transformer on a parallel corpus and write a run directory.
 
@@ -135,6 +139,10 @@ def train(
         callbacks: extra Keras callbacks, called after the run's own (checkpoints, history, budget).
         overwrite: train from scratch even where `output_dir` holds a finished or started run (its files are
             removed first). Without it a finished run is refused, and a started one resumes.
+        init_from: fine-tune from this finished run directory: start from its weights, keep its tokenizers and
+            model settings (only dropout rates may differ) and use the fine-tuning schedule's defaults
+            (`keras_transformer.training.fine_tuning`). `config.json` records it; a resume continues from
+            `output_dir`'s own checkpoint.
 
     Raises:
         SettingError: a setting outside what is allowed (before any work starts).
@@ -156,7 +164,11 @@ def train(
     """
     # Every setting is checked before any work starts (SettingError names the setting, the value, the rule).
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
-    training_config = TrainingConfig(**checked_training)
+    if init_from is not None:
+        init_from = os.path.abspath(init_from)
+        model_settings, checked_training = fine_tuning_settings(init_from, output_dir, model_settings,
+                                                                checked_training)
+    training_config = TrainingConfig(**checked_training, init_from=init_from)
     distribution = distribution or DistributionConfig()
     if distribution.mode and training_config.rdrop:
         raise ValueError("rdrop is not supported with --distribute: the devices would each get one copy of an "
@@ -167,6 +179,8 @@ def train(
     placement = setup_distribution(distribution)  # first: it configures devices before TensorFlow runs an op
     writer = placement.is_chief
     verbose = verbose if writer else 0
+    # A fine-tune's starting run is loaded before anything is written (a damaged file is named at once).
+    initial = load_run(init_from) if init_from is not None else None
     if writer:
         check_output_path(output_dir)
     # One writer per run directory (a second train on the same output stops at once); released however
@@ -183,8 +197,9 @@ def train(
         if verbose and distribution.mode:
             print(f"Distributed training: {placement.description}")
 
-        source = pairs_source(train_data, max_words=training_config.max_words,
-                              sample_size=training_config.vocab_sample, seed=training_config.seed, verbose=verbose)
+        sample_size = training_config.vocab_sample if init_from is None else 1  # a fine-tune learns no vocabulary
+        source = pairs_source(train_data, max_words=training_config.max_words, sample_size=sample_size,
+                              seed=training_config.seed, verbose=verbose)
         if verbose:
             print(source.summary)
         val_source = pairs_source(val_data) if val_data is not None else None
@@ -194,6 +209,10 @@ def train(
             source_tokenizer, target_tokenizer = load_tokenizers(output_dir)
             if verbose:
                 print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
+        elif initial is not None:
+            source_tokenizer, target_tokenizer = initial.source_tokenizer, initial.target_tokenizer
+            if writer:
+                save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
         else:
             start = time.time()
             source_tokenizer, target_tokenizer = train_tokenizers(
@@ -274,10 +293,15 @@ def train(
             model = compile_model(model_config.build(), model_config, training_config, schedule)
             if state is not None:
                 restore_checkpoint(model, state)
+            elif initial is not None:
+                copy_weights(model, initial.model, init_from)
+        initial = None  # its model is no longer needed
         initial_epoch = int(state["epoch"]) if state else 0
         if verbose:
             print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
                   f"{model_config.d_model}; training {training_config.epochs} epochs")
+            if init_from is not None:
+                print(describe_fine_tuning(model_config.d_model, training_config))
             if state is not None:
                 print(f"Resuming from the checkpoint at epoch {initial_epoch + 1}, batch {state['batch']} "
                       f"(optimizer step {state['step']})")
