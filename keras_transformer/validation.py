@@ -129,11 +129,13 @@ MODEL_RULES = {
     "activation": _Rule("choice", choices=_ACTIVATIONS),
     "norm_first": _Rule("bool"),
     "layer_norm_epsilon": _Rule("float", above=0, below=1),
-    "position": _Rule("choice", choices=("sinusoidal", "learned", "none")),
+    "position": _Rule("choice", choices=("sinusoidal", "sinusoidal_concat", "learned", "none")),
+    "scale_embeddings": _Rule("bool"),
     "use_rotary": _Rule("bool"),
     "use_bias": _Rule("bool"),
     "share_embeddings": _Rule("bool"),
     "tie_output": _Rule("bool"),
+    "output_bias": _Rule("bool"),
 }
 
 TRAINING_RULES = {

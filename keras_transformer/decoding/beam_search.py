@@ -60,7 +60,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     padding_mask = ops.repeat(padding_mask, k, axis=0)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
-    bias = primitives.padding_bias(vocab)
+    bias = primitives.padding_bias(vocab, start_id)
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
@@ -168,8 +168,8 @@ def beam_search(
     `log_prob / ((5 + length) / 6) ** length_penalty` (`length` counts `end_id`); the best `beam_size` are
     kept. At `max_length` every alive beam counts as finished. A row is done once `beam_size`
     hypotheses have finished, or once its best finished score beats the best any alive beam can
-    still reach. With `beam_size=1` this is exactly greedy decoding. Id 0 (padding) is never
-    generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
+    still reach. With `beam_size=1` this is exactly greedy decoding. Id 0 (padding) and
+    `start_id` are never generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
 
     Args:
         model: a model from `build_transformer` (or loaded back from `.keras`), or its

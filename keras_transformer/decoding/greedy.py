@@ -37,7 +37,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
     cross_caches = parts.cross_attention_caches(encoder_outputs)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size, max_length)
-    bias = primitives.padding_bias(parts.vocab_size)
+    bias = primitives.padding_bias(parts.vocab_size, start_id)
     zero = ops.zeros((), dtype="int32")
 
     def cond(step, last, finished, tokens, caches):
@@ -88,8 +88,8 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
     """Greedy decoding: at each step the most likely next token, with key/value caches.
 
     The encoder runs once; each step runs the decoder on one position, reusing the cached
-    self-attention keys/values and the cross-attention keys/values projected once. Id 0 is
-    padding and is never generated. Shapes are static throughout, so the function also runs
+    self-attention keys/values and the cross-attention keys/values projected once. Id 0
+    (padding) and `start_id` are never generated. Shapes are static throughout, so the function also runs
     inside `tf.function` (with or without `jit_compile=True`, with input signature
     `[None, None]`), under `jax.jit`, and in an exported SavedModel.
 

@@ -137,9 +137,14 @@ def check_encoder_inputs(encoder_inputs):
     return ops.cast(ids, "int32")
 
 
-def padding_bias(vocab_size):
-    """`[vocab]` float32 zeros with `NEG` at id 0: padding is never generated."""
-    return ops.where(ops.equal(ops.arange(vocab_size, dtype="int32"), 0), NEG, 0.0)
+def padding_bias(vocab_size, start_id=None):
+    """`[vocab]` float32 zeros with `NEG` at id 0 and at `start_id`: padding and the start token are never
+    generated (no label ever holds either; transformers' Marian generation bans its pad-and-start token alike)."""
+    ids = ops.arange(vocab_size, dtype="int32")
+    banned = ops.equal(ids, 0)
+    if start_id is not None:
+        banned = ops.logical_or(banned, ops.equal(ids, start_id))
+    return ops.where(banned, NEG, 0.0)
 
 
 def first_argmax(logits):

@@ -101,7 +101,7 @@ def sample_decode(
     At each step the logits are divided by `temperature`; `top_k` keeps the `top_k` most likely
     tokens, `top_p` (nucleus sampling) the fewest most likely tokens whose probability adds up
     to at least `top_p` (after `top_k` when both are given); the next token is drawn from the
-    renormalized distribution. `top_k=1` is greedy decoding. Id 0 (padding) is never generated.
+    renormalized distribution. `top_k=1` is greedy decoding. Id 0 and `start_id` are never generated.
     The random numbers come from a stateless generator seeded by `seed`: the same seed, inputs
     and model give the same tokens, eagerly and in compiled functions alike. Shapes are static
     (`tf.function`, XLA, `jax.jit`, SavedModel).

@@ -228,8 +228,8 @@ class TranslatorModule(tf.Module):
     def score(self, source_ids, tokens):
         """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
 
-        The same score as beam search gives its hypotheses (padding is never generated, so id 0 is removed from the
-        softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose distributions are
+        The same score as beam search gives its hypotheses (padding and the start token are never generated, so
+        they are removed from the softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose distributions are
         combined as in decoding: `combine`).
         """
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
@@ -238,7 +238,8 @@ class TranslatorModule(tf.Module):
                                                    training=False), tf.float32), axis=-1)
                    for model in self._models]
         log_probs = self._parts.combine_log_probs(members) if len(members) > 1 else members[0]
-        log_probs = tf.nn.log_softmax(log_probs + primitives.padding_bias(self._parts.vocab_size), axis=-1)
+        log_probs = tf.nn.log_softmax(log_probs + primitives.padding_bias(
+            self._parts.vocab_size, self.target_tokenizer.start_id), axis=-1)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)
         total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)

@@ -3,15 +3,22 @@ import math
 import keras
 from keras import ops
 
-POSITION_TYPES = ("sinusoidal", "learned", "none")
+POSITION_TYPES = ("sinusoidal", "sinusoidal_concat", "learned", "none")
 
 
-def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0):
-    """The paper's fixed encoding: `sin` on even and `cos` on odd features, `[T] -> [T, d_model]`."""
+def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0, concat=False):
+    """The paper's fixed encoding, `[T] -> [T, d_model]`.
+
+    Frequency `i` is `1 / max_wavelength ** (2i / d_model)`. By default its `sin` and `cos` interleave (even and odd
+    features); `concat=True` puts all the sines first and the cosines after them, the layout of Marian (OPUS-MT)
+    and tensor2tensor checkpoints.
+    """
     positions = ops.cast(positions, "float32")
     dims = ops.arange(0, d_model, 2, dtype="float32")
     inv_freq = ops.exp(-math.log(max_wavelength) * dims / float(d_model))
     angles = ops.einsum("t,f->tf", positions, inv_freq)  # [T, ceil(d/2)]
+    if concat:
+        return ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1)[:, :d_model]
     encoding = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
     encoding = ops.reshape(encoding, (-1, 2 * ops.shape(inv_freq)[0]))
     return encoding[:, :d_model]
@@ -24,7 +31,8 @@ class PositionalEmbedding(keras.layers.Layer):
     Id 0 is padding: the layer produces a Keras mask (`True` on real tokens), which the encoder
     and decoder blocks of this package honour. With `position="sinusoidal"` (the paper's default)
     the encoding is computed for any length, so a model can read sequences longer than it saw in
-    training; `"learned"` uses a trainable table of `max_length` positions; `"none"` adds nothing
+    training (`"sinusoidal_concat"`: the same frequencies, all sines before all cosines, as Marian and
+    tensor2tensor lay them out); `"learned"` uses a trainable table of `max_length` positions; `"none"` adds nothing
     (use it with rotary attention).
 
     Called with `reverse=True` on a `[batch, length, d_model]` tensor, the layer multiplies by
@@ -36,7 +44,7 @@ class PositionalEmbedding(keras.layers.Layer):
         d_model: int. Embedding size.
         max_length: int. Longest sequence for `"learned"` positions (and a documented limit
             for the others).
-        position: str. `"sinusoidal"`, `"learned"` or `"none"`.
+        position: str. `"sinusoidal"`, `"sinusoidal_concat"`, `"learned"` or `"none"`.
         scale: bool. Multiply token embeddings by `sqrt(d_model)` as the paper does.
         mask_zero: bool. Produce a padding mask for id 0.
         embeddings_initializer: initializer for the token embedding.
@@ -117,8 +125,8 @@ class PositionalEmbedding(keras.layers.Layer):
                     "learned position table; truncate inputs or use position='sinusoidal'."
                 )
             positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
-            if self.position == "sinusoidal":
-                pos = sinusoidal_encoding(positions, self.d_model)
+            if self.position.startswith("sinusoidal"):
+                pos = sinusoidal_encoding(positions, self.d_model, concat=self.position == "sinusoidal_concat")
             else:
                 pos = ops.take(self.position_embeddings, positions, axis=0)
             x = x + ops.cast(pos, x.dtype)[None]

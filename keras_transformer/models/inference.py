@@ -19,19 +19,24 @@ class TiedOutputProjection:
 
     `transposed=None` multiplies by `embedding`'s matrix transposed in the call (what the model does);
     `hoisted()` returns one that holds the transposed matrix, made once, for the steps of a decoding loop.
+    `bias` is the model's `LogitsBias` layer, if it has one.
     """
 
-    def __init__(self, embedding, transposed=None):
+    def __init__(self, embedding, transposed=None, bias=None):
         self.embedding = embedding
         self.transposed = transposed
+        self.bias = bias
 
     def __call__(self, x):
         if self.transposed is None:
-            return self.embedding(x, reverse=True)
-        return ops.matmul(ops.cast(x, "float32"), self.transposed)
+            logits = self.embedding(x, reverse=True)
+        else:
+            logits = ops.matmul(ops.cast(x, "float32"), self.transposed)
+        return logits if self.bias is None else self.bias(logits)
 
     def hoisted(self):
-        return TiedOutputProjection(self.embedding, ops.transpose(ops.cast(self.embedding.embeddings, "float32")))
+        transposed = ops.transpose(ops.cast(self.embedding.embeddings, "float32"))
+        return TiedOutputProjection(self.embedding, transposed, self.bias)
 
 
 class TransformerParts:
@@ -69,7 +74,8 @@ class TransformerParts:
                 model.decoder_embedding,
                 model.decoder_layers,
                 model.decoder_final_norm,
-                model.output_projection or TiedOutputProjection(model.decoder_embedding),
+                model.output_projection
+                or TiedOutputProjection(model.decoder_embedding, bias=getattr(model, "logits_bias", None)),
             )
         layers = {layer.name: layer for layer in model.layers}
 
@@ -98,7 +104,7 @@ class TransformerParts:
                 "'encoder_embedding'/'decoder_embedding' (or 'shared_embedding'), "
                 "'encoder_layer_0...' and 'decoder_layer_0...' as `build_transformer` makes."
             )
-        output = layers.get("logits") or TiedOutputProjection(decoder_embedding)
+        output = layers.get("logits") or TiedOutputProjection(decoder_embedding, bias=layers.get("logits_bias"))
         return cls(
             encoder_embedding,
             encoder_layers,

@@ -12,6 +12,7 @@ from keras_transformer.layers import (
     TransformerEncoder,
     WordDropout,
 )
+from keras_transformer.models.output_projection import LogitsBias
 from keras_transformer.models.output_projection import OutputProjection
 from keras_transformer.validation import check_model
 
@@ -49,6 +50,8 @@ class TransformerConfig:
     use_bias: bool = True
     share_embeddings: bool = False
     tie_output: bool = False
+    scale_embeddings: bool = True
+    output_bias: bool = False
 
     def __post_init__(self):
         # The same rules as the command line (SettingError names the setting, the value and what is allowed).
@@ -99,6 +102,8 @@ def build_transformer(
     use_bias=True,
     share_embeddings=False,
     tie_output=False,
+    scale_embeddings=True,
+    output_bias=False,
     name="transformer",
 ):
     """Build the encoder-decoder Transformer of "Attention Is All You Need" as a functional model.
@@ -127,6 +132,9 @@ def build_transformer(
         share_embeddings: bool. One embedding for source and target (needs equal vocab sizes,
             i.e. a shared subword vocabulary).
         tie_output: bool. Output logits use the target embedding matrix (paper section 3.4).
+        scale_embeddings: bool. Multiply token embeddings by `sqrt(d_model)` (paper section 3.4).
+        output_bias: bool. Add a bias to tied output logits (`LogitsBias`, not trained; Marian's
+            `final_logits_bias`). An untied output projection always has a trained bias.
         name: str. Model name.
 
     Returns:
@@ -161,6 +169,8 @@ def build_transformer(
         use_bias=use_bias,
         share_embeddings=share_embeddings,
         tie_output=tie_output,
+        scale_embeddings=scale_embeddings,
+        output_bias=output_bias,
         name=name,
     )
 
@@ -176,7 +186,8 @@ class TransformerModel(keras.Model):
     * `encoder_embedding`, `decoder_embedding`: `PositionalEmbedding` (the same object with `share_embeddings`);
     * `encoder_layers`, `decoder_layers`: lists of `TransformerEncoder` / `TransformerDecoder`;
     * `encoder_final_norm`, `decoder_final_norm`: `LayerNormalization` with `norm_first`, else `None`;
-    * `output_projection`: the `OutputProjection` layer, or `None` when tied to the target embedding.
+    * `output_projection`: the `OutputProjection` layer, or `None` when tied to the target embedding;
+    * `logits_bias`: the `LogitsBias` of a tied projection with `output_bias`, else `None`.
 
     `get_config()` is its settings (what `TransformerConfig` holds), so a saved model is rebuilt as this class.
 
@@ -210,6 +221,8 @@ class TransformerModel(keras.Model):
         use_bias=True,
         share_embeddings=False,
         tie_output=False,
+        scale_embeddings=True,
+        output_bias=False,
         name="transformer",
         **kwargs,
     ):
@@ -221,6 +234,7 @@ class TransformerModel(keras.Model):
             activation=activation,
             norm_first=norm_first, layer_norm_epsilon=layer_norm_epsilon, position=position, use_rotary=use_rotary,
             use_bias=use_bias, share_embeddings=share_embeddings, tie_output=tie_output,
+            scale_embeddings=scale_embeddings, output_bias=output_bias,
         )
         check_model(settings)
         n_enc = num_layers if num_encoder_layers is None else num_encoder_layers
@@ -239,12 +253,13 @@ class TransformerModel(keras.Model):
             use_rotary=use_rotary,
         )
         encoder_layers, decoder_layers = [], []
-        encoder_final_norm = decoder_final_norm = output_projection = None
+        encoder_final_norm = decoder_final_norm = output_projection = logits_bias = None
         encoder_inputs = keras.Input(shape=(None,), dtype="int32", name="encoder_inputs")
         decoder_inputs = keras.Input(shape=(None,), dtype="int32", name="decoder_inputs")
 
         def embedding(vocab, layer_name):
-            return PositionalEmbedding(vocab, d_model, max_length=max_length, position=position, name=layer_name)
+            return PositionalEmbedding(vocab, d_model, max_length=max_length, position=position,
+                                       scale=scale_embeddings, name=layer_name)
 
         if share_embeddings:
             src_embedding = tgt_embedding = embedding(src_vocab_size, "shared_embedding")
@@ -276,6 +291,9 @@ class TransformerModel(keras.Model):
             y = decoder_final_norm(y)
         if tie_output:
             logits = tgt_embedding(y, reverse=True)
+            if output_bias:
+                logits_bias = LogitsBias(tgt_vocab_size, name="logits_bias")
+                logits = logits_bias(logits)
         else:
             output_projection = OutputProjection(tgt_vocab_size, dtype="float32", name="logits")
             logits = output_projection(y)
@@ -293,6 +311,7 @@ class TransformerModel(keras.Model):
         self.encoder_final_norm = encoder_final_norm
         self.decoder_final_norm = decoder_final_norm
         self.output_projection = output_projection
+        self.logits_bias = logits_bias
 
     def get_config(self):
         return {**self._transformer_settings, "name": self.name}

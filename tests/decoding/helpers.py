@@ -54,7 +54,7 @@ def reference_greedy(model, encoder_inputs, max_length, end_id=END):
     out = np.zeros((batch, max_length), "int32")
     for step in range(max_length):
         logits = full_forward_logits(model, encoder_inputs, prefix)
-        logits[:, 0] = -np.inf  # padding is never generated
+        logits[:, [0, START]] = -np.inf  # padding and the start token are never generated
         chosen = np.where(finished, 0, logits.argmax(-1)).astype("int32")
         out[:, step] = chosen
         finished |= chosen == end_id
@@ -75,7 +75,7 @@ def sequence_log_prob(model, encoder_row, tokens):
     decoder_inputs = np.array([[START] + tokens[:-1]], "int32")
     logits = to_numpy(model({"encoder_inputs": encoder_row[None], "decoder_inputs": decoder_inputs}))[0]
     logits = logits.astype("float64")
-    logits[:, 0] = -np.inf
+    logits[:, [0, START]] = -np.inf
     shifted = logits - logits.max(-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     return float(sum(log_probs[i, t] for i, t in enumerate(tokens))), len(tokens)

@@ -18,12 +18,12 @@ def _log_softmax(logits):
 def ensemble_log_probs(models, encoder_row, tokens, combine="log_prob"):
     """Per position, the ensemble's next-token log-probabilities `[T, V]` given `tokens` (teacher-forced), float64,
     as the decoders score them: the mean of the members' log-softmax (or the log of the mean of their softmax),
-    padding removed, normalized again."""
+    padding and the start token removed, normalized again."""
     decoder_inputs = np.array([[START] + list(tokens[:-1])], "int32")
     members = [_log_softmax(to_numpy(m({"encoder_inputs": encoder_row[None], "decoder_inputs": decoder_inputs})
                                      )[0].astype("float64")) for m in models]
     mean = np.mean(members, axis=0) if combine == "log_prob" else np.log(np.mean(np.exp(members), axis=0))
-    mean[:, 0] = -np.inf
+    mean[:, [0, START]] = -np.inf  # padding and the start token are never generated
     return _log_softmax(mean)
 
 

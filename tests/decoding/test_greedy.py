@@ -141,3 +141,19 @@ def test_first_argmax_matches_numpy_and_takes_the_lowest_id_on_ties():
     assert got[1] == 3 and got[2] == 0 and got[3] == 0
     with_nan = np.full((1, 50), np.nan, "float32")
     assert int(ops.convert_to_numpy(first_argmax(ops.convert_to_tensor(with_nan)))[0]) == 49
+
+
+def test_padding_and_the_start_token_are_never_generated():
+    # A model whose logits favour the start token and padding by far: the decoders still never choose either.
+    from keras_transformer import build_transformer
+    from keras_transformer.decoding import beam_search
+
+    model = build_transformer(40, 40, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_length=16,
+                              share_embeddings=True, tie_output=True, output_bias=True)
+    bias = np.zeros(40, "float32")
+    bias[[0, START]] = 1e4
+    model.logits_bias.bias.assign(bias)
+    src = sources()
+    for tokens in (greedy_decode(model, src, 6, START, END), beam_search(model, src, 6, START, END, beam_size=3)):
+        tokens = to_numpy(tokens)
+        assert tokens.shape[1] == 6 and (tokens[:, 0] != 0).all() and not (tokens == START).any()

@@ -76,7 +76,7 @@ def _expected_scores(members, texts, tokens, combine="log_prob"):
             mean = np.log(np.mean(np.exp(log_probs), axis=0))
         else:
             mean = np.mean(log_probs, axis=0)
-        mean[:, 0] = -np.inf  # padding is never generated
+        mean[:, [0, start]] = -np.inf  # padding and the start token are never generated
         mean -= mean.max(-1, keepdims=True)
         mean -= np.log(np.exp(mean).sum(-1, keepdims=True))
         total = sum(mean[i, t] for i, t in enumerate(out))

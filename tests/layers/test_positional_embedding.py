@@ -7,7 +7,7 @@ from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from tests.layer_testing import run_layer_test
 
 
-@pytest.mark.parametrize("position", ["sinusoidal", "learned", "none"])
+@pytest.mark.parametrize("position", ["sinusoidal", "sinusoidal_concat", "learned", "none"])
 def test_layer_contract(position, tmp_path):
     ids = np.random.randint(1, 50, size=(2, 6)).astype("int32")
     run_layer_test(
@@ -37,6 +37,25 @@ def test_sinusoidal_matches_paper_formula():
     expected[:, 0::2] = np.sin(pos / 10000 ** (2 * i / d_model))
     expected[:, 1::2] = np.cos(pos / 10000 ** (2 * i / d_model))
     np.testing.assert_allclose(enc, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("d_model", [6, 7])
+def test_sinusoidal_concat_is_marians_layout(d_model):
+    # Marian's table, written as its source writes it: angle pos / 10000**(2 * (j // 2) / d) for feature j, then the
+    # sines of the even features in the first half and the cosines of the odd ones in the second half.
+    length = 9
+    angles = np.array([[pos / np.power(10000, 2 * (j // 2) / d_model) for j in range(d_model)]
+                       for pos in range(length)])
+    half = -(-d_model // 2)
+    expected = np.zeros((length, d_model))
+    expected[:, :half] = np.sin(angles[:, 0::2])
+    expected[:, half:] = np.cos(angles[:, 1::2])
+    enc = ops.convert_to_numpy(sinusoidal_encoding(ops.arange(length), d_model, concat=True))
+    np.testing.assert_allclose(enc, expected, atol=1e-5)
+    layer = PositionalEmbedding(10, d_model, position="sinusoidal_concat", scale=False)
+    out = ops.convert_to_numpy(layer(np.array([[1, 2, 3]]), start_index=4))
+    table = ops.convert_to_numpy(layer.embeddings)
+    np.testing.assert_allclose(out[0], table[[1, 2, 3]] + expected[4:7], atol=1e-5)
 
 
 def test_embedding_is_scaled_token_plus_position():

@@ -57,11 +57,15 @@ def test_logits_are_float32_under_mixed_precision(policy):
         {"share_embeddings": True, "tie_output": True},
         {"position": "learned", "activation": "gelu"},
         {"position": "none", "use_rotary": True, "use_bias": False},
+        {"share_embeddings": True, "tie_output": True, "output_bias": True, "activation": "swish",
+         "position": "sinusoidal_concat", "layer_norm_epsilon": 1e-5, "scale_embeddings": False},
     ],
-    ids=["paper", "pre-norm", "shared-tied", "learned-gelu", "rotary"],
+    ids=["paper", "pre-norm", "shared-tied", "learned-gelu", "rotary", "marian"],
 )
 def test_keras_round_trip_reproduces_outputs(options, tmp_path):
     model = build_transformer(50, 50, **SMALL, **options)
+    if model.logits_bias is not None:  # a bias that is not zero, so that the round trip has to keep it
+        model.logits_bias.bias.assign(np.linspace(-1, 1, 50).astype("float32"))
     batch = _batch(50, 50)
     expected = _np(model(batch))
     path = tmp_path / "model.keras"
@@ -134,9 +138,33 @@ def test_word_dropout_drops_tokens_in_training_only_and_round_trips():
     assert TransformerConfig.from_json(config.to_json()) == config
 
 
-@pytest.mark.parametrize("options", [{}, {"norm_first": True, "share_embeddings": True, "tie_output": True}])
+def test_tied_output_bias_is_added_to_the_logits_and_not_trained():
+    model = build_transformer(50, 50, **SMALL, share_embeddings=True, tie_output=True, output_bias=True)
+    plain = build_transformer(50, 50, **SMALL, share_embeddings=True, tie_output=True)
+    bias = np.linspace(-2, 2, 50).astype("float32")
+    model.logits_bias.bias.assign(bias)
+    assert model.logits_bias.trainable_weights == [] and len(model.trainable_weights) == len(plain.trainable_weights)
+    for source, target in zip(plain.trainable_weights, model.trainable_weights):
+        target.assign(source)
+    batch = _batch(50, 50)
+    np.testing.assert_allclose(_np(model(batch)), _np(plain(batch)) + bias, rtol=1e-5, atol=1e-5)
+    assert build_transformer(50, 50, **SMALL).logits_bias is None
+
+
+def test_unscaled_embeddings_skip_the_square_root():
+    model = build_transformer(50, 50, **SMALL, scale_embeddings=False)
+    assert not model.encoder_embedding.scale and not model.decoder_embedding.scale
+    assert build_transformer(50, 50, **SMALL).encoder_embedding.scale
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"norm_first": True, "share_embeddings": True, "tie_output": True},
+    {"share_embeddings": True, "tie_output": True, "output_bias": True, "activation": "swish",
+     "position": "sinusoidal_concat"}], ids=["paper", "pre-norm-tied", "marian"])
 def test_parts_decode_step_matches_full_forward(options):
     model = build_transformer(50, 50, **SMALL, **options)
+    if model.logits_bias is not None:
+        model.logits_bias.bias.assign(np.linspace(-1, 1, 50).astype("float32"))
     batch = _batch(50, 50)
     enc = batch["encoder_inputs"]
     dec = np.tile(batch["decoder_inputs"][:1, :4], (3, 1))
