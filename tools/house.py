@@ -11,6 +11,7 @@ Layers, lowest first (a module may import its own layer and those below; data fl
     3  models                             the model object
     4  decoding                           samplers and the translator
     5  runs                               the run directory
+    5.5 importers                         other toolkits' checkpoints -> a run directory
     6  training, export, tasks            what is built on a run
     7  quickstart, cli                    the front
 
@@ -30,6 +31,7 @@ LAYERS = {
     "models": 3,
     "decoding": 4,
     "runs": 5,
+    "importers": 5.5,
     "training": 6, "export": 6, "tasks": 6,
     "quickstart": 7, "cli": 7,
 }

@@ -1,7 +1,8 @@
-"""The `keras-transformer` command line: train, translate, evaluate, tune, ensemble, export, plot, quickstart.
+"""The `keras-transformer` command line: train, translate, evaluate, tune, ensemble, export, import, plot,
+quickstart.
 
 Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate`, `tune` and
-`ensemble`; `export`; `plot_quickstart`), each registering its parser. Heavy imports (TensorFlow) happen only inside
+`ensemble`; `export`; `import_checkpoint`; `plot_quickstart`), each registering its parser. Heavy imports (TensorFlow) happen only inside
 the subcommands, so `keras-transformer --help` answers at once.
 """
 
@@ -13,6 +14,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from keras_transformer.cli import export  # noqa: E402 - none of these imports TensorFlow
+from keras_transformer.cli import import_checkpoint  # noqa: E402
 from keras_transformer.cli import plot_quickstart  # noqa: E402
 from keras_transformer.cli import train  # noqa: E402
 from keras_transformer.cli import translate  # noqa: E402
@@ -28,7 +30,7 @@ def build_parser():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true",
                         help="also show TensorFlow's native start-up log lines (absl, oneDNN, CUDA)")
-    for module in (train, translate, export, plot_quickstart):
+    for module in (train, translate, export, import_checkpoint, plot_quickstart):
         module.register(sub, common)
     return parser
 

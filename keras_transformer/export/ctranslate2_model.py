@@ -17,7 +17,7 @@ import numpy as np
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.packing import pack_rows
-from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.data.words import is_blank
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.inference import TiedOutputProjection
@@ -44,7 +44,8 @@ def _position_table(embedding):
     """The `[max_length, d_model]` position encodings an embedding adds (sinusoidal or learned)."""
     if embedding.position == "learned":
         return _numpy(embedding.position_embeddings)
-    return _numpy(sinusoidal_encoding(np.arange(embedding.max_length), embedding.d_model))
+    return _numpy(sinusoidal_encoding(np.arange(embedding.max_length), embedding.d_model,
+                                      concat=embedding.position == "sinusoidal_concat"))
 
 
 def _linear(spec, layer):
@@ -102,8 +103,10 @@ def model_spec(run):
         (len(parts.encoder_layers), len(parts.decoder_layers)), config.num_heads, pre_norm=config.norm_first,
         activation=activations[config.activation])
     spec.config.layer_norm_epsilon = config.layer_norm_epsilon
-    for name in ("unk_token", "bos_token", "eos_token", "decoder_start_token"):
-        setattr(spec.config, name, {"unk_token": "[UNK]", "eos_token": "[END]"}.get(name, "[START]"))
+    target = run.target_tokenizer
+    for name, token_id in (("unk_token", target.unk_id), ("bos_token", target.start_id), ("eos_token", target.end_id),
+                           ("decoder_start_token", target.start_id)):
+        setattr(spec.config, name, target.vocab[token_id])
     for side, embedding, layers, final_norm in (
             ("encoder", parts.encoder_embedding, parts.encoder_layers, parts.encoder_final_norm),
             ("decoder", parts.decoder_embedding, parts.decoder_layers, parts.decoder_final_norm)):
@@ -121,7 +124,9 @@ def model_spec(run):
             _ffn(layer_spec.ffn, block)
     if isinstance(parts.output_projection, TiedOutputProjection):
         spec.decoder.projection.weight = _numpy(parts.decoder_embedding.embeddings)
-        spec.decoder.projection.bias = np.zeros(parts.vocab_size, np.float32)
+        bias = parts.output_projection.bias
+        spec.decoder.projection.bias = (np.zeros(parts.vocab_size, np.float32) if bias is None
+                                        else _numpy(bias.bias).reshape(-1))
     else:
         _linear(spec.decoder.projection, parts.output_projection)
     spec.register_source_vocabulary(list(run.source_tokenizer.vocab))
@@ -185,9 +190,9 @@ class CTranslate2Translator:
         ctranslate2 = _ctranslate2()
         self.translator = ctranslate2.Translator(path, device="cpu", intra_threads=intra_threads,
                                                  compute_type=compute_type)
-        self.source_tokenizer = SubwordTokenizer.load(os.path.join(path, "tokenizers", "source"))
+        self.source_tokenizer = load_tokenizer(os.path.join(path, "tokenizers", "source"))
         target = os.path.join(path, "tokenizers", "target")
-        self.target_tokenizer = SubwordTokenizer.load(target) if os.path.isdir(target) else self.source_tokenizer
+        self.target_tokenizer = load_tokenizer(target) if os.path.isdir(target) else self.source_tokenizer
         with open(os.path.join(path, MARKER_FILE), encoding="utf-8") as f:
             self.max_length = int(json.load(f)["max_length"])
         self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
@@ -201,11 +206,12 @@ class CTranslate2Translator:
             return outputs
         rows = self.source_tokenizer.tokenize([texts[i] for i in todo]).to_list()
         packed = pack_rows(rows, self.source_tokenizer.source_start_id, self.source_tokenizer.end_id, self.max_length)
-        vocab = self.source_tokenizer.vocab
+        vocab, vocab_out = self.source_tokenizer.vocab, self.target_tokenizer.vocab
         sources = [[vocab[i] for i in row if i != 0] for row in packed]
         results = self.translator.translate_batch(
             sources, beam_size=beam_size, max_batch_size=batch_size, max_decoding_length=max_length or self.max_length,
-            suppress_sequences=[["[PAD]"]], length_penalty=0.6 if beam_size > 1 else 1.0)
+            suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
+            length_penalty=0.6 if beam_size > 1 else 1.0)
         width = max(1, max(len(r.hypotheses[0]) for r in results))
         ids = np.zeros((len(results), width), dtype="int32")
         for row, result in enumerate(results):

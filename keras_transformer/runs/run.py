@@ -13,6 +13,7 @@ import keras
 from keras_transformer.atomic import atomic_path
 from keras_transformer.atomic import write_json
 from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs.config import TrainingConfig
@@ -37,7 +38,7 @@ class Run:
     """
 
     model: keras.Model
-    source_tokenizer: SubwordTokenizer
+    source_tokenizer: SubwordTokenizer  # or a SentencePieceTokenizer (an imported checkpoint): the same interface
     target_tokenizer: SubwordTokenizer
     model_config: TransformerConfig
     training_config: TrainingConfig
@@ -59,9 +60,9 @@ def save_tokenizers(directory, source, target):
 
 def load_tokenizers(directory):
     """`(source, target)` tokenizers of a run directory (the same object twice for a shared vocabulary)."""
-    source = SubwordTokenizer.load(os.path.join(directory, SOURCE_TOKENIZER))
+    source = load_tokenizer(os.path.join(directory, SOURCE_TOKENIZER))
     target_dir = os.path.join(directory, TARGET_TOKENIZER)
-    target = SubwordTokenizer.load(target_dir) if os.path.isdir(target_dir) else source
+    target = load_tokenizer(target_dir) if os.path.isdir(target_dir) else source
     return source, target
 
 

@@ -23,7 +23,7 @@ import os
 import keras
 
 from keras_transformer.atomic import atomic_path
-from keras_transformer.data.tokenizer import SubwordTokenizer
+from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.samplers import serialize_sampler
@@ -49,7 +49,8 @@ class TransformerSeq2SeqLM:
 
     Args:
         backbone: the `keras.Model` from `build_transformer` (or a loaded run's `model`).
-        source_tokenizer, target_tokenizer: its `SubwordTokenizer`s (the same object for a shared vocabulary).
+        source_tokenizer, target_tokenizer: its tokenizers (`SubwordTokenizer`s, or an imported checkpoint's
+            `SentencePieceTokenizer`s; the same object for a shared vocabulary).
         sampler: the default decoding, a `keras_transformer.decoding.samplers` name, dict or object ("greedy").
         max_length: most output tokens; default the model's `max_length`.
         model_config: the `TransformerConfig` the backbone was built from (kept in the preset), if known.
@@ -121,13 +122,14 @@ class TransformerSeq2SeqLM:
             for side in sides:
                 tokenizer = self.source_tokenizer if side == "source" else self.target_tokenizer
                 tokenizer.save(os.path.join(temporary, TOKENIZER_ASSETS, side))
+            kind = type(self.source_tokenizer)
             _write_json(temporary, TOKENIZER_FILE, {
-                "module": SubwordTokenizer.__module__,
-                "class_name": "SubwordTokenizer",
+                "module": kind.__module__,
+                "class_name": kind.__name__,
                 "config": {"shared": shared},
-                "registered_name": "keras_transformer>SubwordTokenizer",
-                "assets": sorted(os.path.join(TOKENIZER_ASSETS, side, name).replace(os.sep, "/")
-                                 for side in sides for name in ("vocab.txt", "tokenizer.json")),
+                "registered_name": f"keras_transformer>{kind.__name__}",
+                "assets": sorted(os.path.join(TOKENIZER_ASSETS, side, name).replace(os.sep, "/") for side in sides
+                                 for name in os.listdir(os.path.join(temporary, TOKENIZER_ASSETS, side))),
             })
             _write_json(temporary, TASK_FILE, {
                 "module": __name__,
@@ -173,9 +175,9 @@ class TransformerSeq2SeqLM:
         except Exception as error:  # noqa: BLE001 - Keras and HDF5 errors alike mean a damaged preset
             raise PresetError(f"{preset_dir}: the model does not load from {CONFIG_FILE} + {WEIGHTS_FILE} "
                               f"({type(error).__name__}: {str(error).splitlines()[0][:200]})") from None
-        source = SubwordTokenizer.load(os.path.join(preset_dir, TOKENIZER_ASSETS, "source"))
+        source = load_tokenizer(os.path.join(preset_dir, TOKENIZER_ASSETS, "source"))
         shared = tokenizers.get("config", {}).get("shared", False)
-        target = source if shared else SubwordTokenizer.load(os.path.join(preset_dir, TOKENIZER_ASSETS, "target"))
+        target = source if shared else load_tokenizer(os.path.join(preset_dir, TOKENIZER_ASSETS, "target"))
         settings = task.get("config", {})
         model = settings.get("model")
         arguments = {"sampler": settings.get("sampler", "greedy"), "max_length": settings.get("max_length"),

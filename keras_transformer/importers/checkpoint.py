@@ -1,0 +1,145 @@
+"""Reading another toolkit's checkpoint as data: where it is (a local directory or the Hugging Face Hub), its JSON
+files and its tensors.
+
+Tensors are read as tensors, never as code: safetensors files with `safetensors` itself, and a PyTorch
+`pytorch_model.bin` only with `torch.load(weights_only=True)`, which refuses any pickle that would build something
+other than tensors and plain containers. A file that cannot be read is named in a one-line `CheckpointError`.
+"""
+
+import json
+import os
+import pickle
+
+import numpy as np
+
+HUB_PREFIX = "hf://"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be imported; the message names the file (or hub id) and what was expected."""
+
+
+def resolve_source(source, files, verbose=1):
+    """The local directory of `source`: a directory as it is, or `hf://OWNER/NAME` downloaded from the Hub.
+
+    Args:
+        source: a local directory, or `hf://OWNER/NAME[@REVISION]`.
+        files: glob patterns of the files to download from the Hub (the rest of the repository is not fetched).
+        verbose: 0 silent, 1 the Hub's progress bars.
+
+    Raises:
+        CheckpointError: a local path that is not a directory, a malformed hub id, or a hub that cannot be reached.
+    """
+    source = os.fspath(source)
+    if not source.startswith(HUB_PREFIX):
+        if not os.path.isdir(source):
+            raise CheckpointError(f"{source}: not a directory; expected a checkpoint directory in the Hugging Face "
+                                  f"layout or {HUB_PREFIX}OWNER/NAME")
+        return source
+    repo, _, revision = source[len(HUB_PREFIX):].partition("@")
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise CheckpointError(f"{source}: expected {HUB_PREFIX}OWNER/NAME (for example "
+                              f"{HUB_PREFIX}Helsinki-NLP/opus-mt-de-en)")
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise CheckpointError(f"{source}: downloading from the Hub needs huggingface_hub: "
+                              "pip install \"keras-transformer[hf]\"") from None
+    try:
+        if not verbose:
+            huggingface_hub.utils.disable_progress_bars()
+        return huggingface_hub.snapshot_download(repo, revision=revision or None, allow_patterns=list(files))
+    except Exception as error:  # noqa: BLE001 - offline, DNS, HTTP and missing-repository errors alike
+        if type(error).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError"):
+            raise CheckpointError(f"{source}: the Hub has no such model or revision ({type(error).__name__})") from None
+        reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot reach the Hugging Face Hub for {source} ({reason}); pass a local directory "
+                              "that holds the checkpoint's files instead") from None
+
+
+def read_json(path, what):
+    """A JSON object from `path`; `CheckpointError` naming the file when it is missing or not a JSON object."""
+    if not os.path.isfile(path):
+        raise CheckpointError(f"{path}: missing; expected {what}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error}); expected {what}") from None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object ({what}), found {type(value).__name__}")
+    return value
+
+
+def read_tensors(directory):
+    """Every tensor of the checkpoint in `directory`, as float32 NumPy arrays by name.
+
+    Reads `model.safetensors` (or the shards a `model.safetensors.index.json` lists), else `pytorch_model.bin` with
+    `torch.load(weights_only=True)`.
+
+    Raises:
+        CheckpointError: no weights file, a damaged or truncated one, or a pickle that is more than tensors.
+    """
+    index = os.path.join(directory, SAFETENSORS_INDEX)
+    single = os.path.join(directory, SAFETENSORS_FILE)
+    if os.path.isfile(single):
+        return _read_safetensors(single)
+    if os.path.isfile(index):
+        shards = sorted(set(read_json(index, "a safetensors index").get("weight_map", {}).values()))
+        if not shards:
+            raise CheckpointError(f"{index}: its \"weight_map\" lists no files")
+        tensors = {}
+        for shard in shards:
+            tensors.update(_read_safetensors(os.path.join(directory, shard)))
+        return tensors
+    pickled = os.path.join(directory, PYTORCH_FILE)
+    if os.path.isfile(pickled):
+        return _read_pytorch(pickled)
+    raise CheckpointError(f"{directory}: no weights; expected {SAFETENSORS_FILE} (or {SAFETENSORS_INDEX} with its "
+                          f"shards) or {PYTORCH_FILE}")
+
+
+def _read_safetensors(path):
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        raise CheckpointError(f"{path}: reading safetensors needs the safetensors package: "
+                              "pip install \"keras-transformer[hf]\"") from None
+    if not os.path.isfile(path):
+        raise CheckpointError(f"{path}: missing (listed in {SAFETENSORS_INDEX})")
+    tensors = {}
+    try:
+        with safe_open(path, framework="numpy") as f:
+            for name in f.keys():
+                tensors[name] = np.asarray(f.get_tensor(name), dtype=np.float32)
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own error types for damaged files
+        text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{path}: cannot be read as safetensors ({text}); the file is damaged or truncated "
+                              "(download it again)") from None
+    return tensors
+
+
+def _read_pytorch(path):
+    try:
+        import torch
+    except ImportError:
+        raise CheckpointError(f"{path}: a PyTorch pickle, which is read only with torch.load(weights_only=True); "
+                              "install torch, or give the checkpoint as model.safetensors") from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        raise CheckpointError(f"{path}: refused: it holds more than tensors, and a checkpoint is data, never code "
+                              f"(torch.load(weights_only=True): {first})") from None
+    except Exception as error:  # noqa: BLE001 - zip and storage errors of a damaged file
+        text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{path}: cannot be read as a PyTorch checkpoint ({text}); the file is damaged or "
+                              "truncated (download it again)") from None
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path}: expected a dictionary of tensors (a model's state_dict)")
+    return {name: value.detach().to(torch.float32).numpy() for name, value in state.items()}
