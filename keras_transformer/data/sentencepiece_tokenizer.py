@@ -1,0 +1,677 @@
+"""`SentencePieceTokenizer`: the tokenizer of OPUS-MT (Marian) checkpoints, run by tensorflow-text.
+
+An OPUS-MT checkpoint in the Hugging Face layout has two SentencePiece models (`source.spm`, `target.spm`) and one
+`vocab.json` that maps piece strings to the model's ids. Marian does not use the SentencePiece ids: it cuts the text
+into pieces and looks each piece's string up in `vocab.json` (a piece that is not there is `<unk>`). A checkpoint
+therefore needs two tokenizers, `from_marian("source.spm", "vocab.json")` and `from_marian("target.spm",
+"vocab.json")`, that share one vocabulary.
+
+Ids. Our models use `<pad>`=0 (the embedding masks id 0), `<unk>`=1, `[START]`=2 (the decoder's first token) and
+`</s>`=3. Marian uses `</s>`=0, `<unk>`=1 and `<pad>`=the last id, for padding and as the decoder's first token. Our
+vocabulary is `[<pad>, <unk>, [START], </s>]` followed by the other `vocab.json` tokens in Marian's id order, one
+token more than Marian's: `original_ids[i]` is the Marian id behind our id `i` (both `<pad>` and `[START]` come from
+Marian's `<pad>`, whose embedding row a converter copies into both), and `ids_from_original` maps back.
+
+Tokenizing and detokenizing are TensorFlow ops. With the `"fast"` engine they convert to TFLite with builtins plus
+tensorflow-text's custom ops (`TFText>ByteSplitWithOffsets`, `TFText>ByteSplitByOffsets`,
+`FastWordpieceTokenizeWithOffsets`, `TFText>FastSentencepieceTokenize`, `TFText>FastSentencepieceDetokenize`,
+`RaggedTensorToTensor`, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`). Tokenizing:
+
+* a leading language code (`">>fra<< text"`: the text starts with `>>` and the code runs to the first `<<`) is cut
+  off at byte offsets and looked up on its own (a one-word `FastWordpieceTokenizer` whose vocabulary is the
+  `vocab.json` codes), as `MarianTokenizer` does; a code not in `vocab.json` is `<unk>`;
+* the rest goes through the SentencePiece model, and a table maps SentencePiece ids to ours through the piece
+  strings (a piece that `vocab.json` lacks, and an unknown piece, is `<unk>`);
+* the two are joined with integer ops.
+
+Detokenizing drops `<pad>`, `[START]`, `</s>` and `<unk>` (the special tokens that `MarianTokenizer.decode(ids,
+skip_special_tokens=True)` drops) and whitespace-only pieces before the first and after the last other piece
+(`decode` strips the text), then maps our ids to the pieces of a copy of the model that has three kinds of pieces
+added: the `vocab.json` tokens that the model lacks (the other side's pieces, which `decode` writes as their text),
+the pieces without their leading `"▁"` (for the first piece of a text) and a separator. TFLite's
+`FastSentencepieceDetokenize` writes one string per call whatever the batch (its output keeps the shape it had when
+the model was built; a second string crashes the interpreter), so all rows are decoded as one text, each row
+followed by the separator (a control character that no piece holds), and cut apart at the separator's bytes.
+
+What differs from `transformers`' `MarianTokenizer` (checked by the tests):
+
+* A run of characters that this model does not know is `<unk>` here. `MarianTokenizer` looks the run's text up in
+  `vocab.json` and keeps its id when the run is itself a token there, which happens when the other side's model
+  knows the run (Chinese characters in the English source of an English-Chinese model).
+* The literal texts `</s>`, `<unk>` and `<pad>` inside a sentence are cut into pieces like any other text;
+  `MarianTokenizer` splits them off as their special tokens.
+* Detokenizing strips whole whitespace-only pieces at the ends; `decode` strips every leading and trailing
+  whitespace character, which differs only for a first or last piece that holds other whitespace next to its edge
+  (not the case for the pieces of a standard SentencePiece model).
+* `MarianTokenizer` defines a Moses punctuation normalizer but never calls it while tokenizing, so neither do we.
+* With one `vocab.json` for both sides, `MarianTokenizer.decode` uses `source.spm` unless it is given
+  `use_source_tokenizer=False`; the target tokenizer here uses `target.spm`. Both give the same text: a piece that
+  a model lacks is written as its text, which is what the model would write for a normal piece.
+"""
+
+import hashlib
+import json
+import os
+import struct
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+_CONFIG_FILE = "tokenizer.json"
+_VOCAB_FILE = "vocab.json"
+_MODEL_FILE = "sentencepiece.spm"
+_FORMAT = "keras_transformer.SentencePieceTokenizer"
+START_TOKEN = "[START]"
+SPACE_SYMBOL = "\u2581"  # "▁": SentencePiece's mark for a space
+ENGINES = ("auto", "fast", "standard")
+
+# SentencePiece's `ModelProto.SentencePiece.Type` and `TrainerSpec.ModelType` values.
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+_UNIGRAM = 1
+_MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
+
+
+class SentencePieceTokenizer(tf.Module):
+    """The tokenizer of an OPUS-MT (Marian) checkpoint: one SentencePiece model and the checkpoint's vocabulary.
+
+    Ids are `int32`: `<pad>`=0, `<unk>`=1, `[START]`=2, `</s>`=3, then the other `vocab.json` tokens in Marian's
+    order (see the module docstring for the mapping to Marian's ids). `tokenize` and `detokenize` are pure
+    TensorFlow, so they work inside a `tf.function` and a SavedModel; with the `"fast"` engine they also convert
+    to TFLite with `TFLITE_BUILTINS` plus tensorflow-text's custom ops. Sources are `pieces + </s>`, with no start
+    token (`source_start_id` is `None`).
+
+    Args:
+        model_proto: the serialized SentencePiece model (the bytes of a `.spm` file).
+        original_vocab: Marian's vocabulary, a mapping of token to Marian id (the contents of `vocab.json`); the
+            ids must be `0 .. len - 1`, each once.
+        pad_token: Marian's padding token (also its decoder's first token).
+        unk_token: Marian's unknown token.
+        eos_token: Marian's end-of-sequence token.
+        engine: `"fast"` runs `tensorflow_text.FastSentencepieceTokenizer`, the only one that converts to TFLite,
+            for unigram models whose pieces are normal, unknown or control ones (no byte fallback, user-defined or
+            unused pieces, no whitespace-as-suffix, no denormalizer: OPUS-MT's models); `"standard"` runs
+            `tensorflow_text.SentencepieceTokenizer` (any model, no TFLite); `"auto"` picks `"fast"` where the
+            model allows it. `engine` holds the choice. The standard engine keeps its model in TensorFlow's kernel
+            cache, which `keras.backend.clear_session()` empties: build the tokenizer again after that.
+
+    Example:
+
+    >>> source = SentencePieceTokenizer.from_marian("opus-mt-en-de/source.spm", "opus-mt-en-de/vocab.json")
+    >>> target = SentencePieceTokenizer.from_marian("opus-mt-en-de/target.spm", "opus-mt-en-de/vocab.json")
+    >>> ids = source.tokenize(["I am a small frog."])  # our ids, without </s>
+    >>> marian = MarianTokenizer.from_pretrained("Helsinki-NLP/opus-mt-en-de")
+    >>> marian_ids = marian(["I am a small frog."])["input_ids"][0]  # pieces + </s>
+    >>> source.original_ids[ids[0].numpy()].tolist() + [marian.eos_token_id] == marian_ids
+    True
+    >>> target_ids = marian(text_target=["Ich bin ein kleiner Frosch."])["input_ids"]
+    >>> target.detokenize(target.from_original_ids(target_ids)).numpy()
+    array([b'Ich bin ein kleiner Frosch.'], dtype=object)
+
+    References:
+        Kudo and Richardson, 2018, "SentencePiece: A simple and language independent subword tokenizer and
+        detokenizer for Neural Text Processing" (https://arxiv.org/abs/1808.06226); Tiedemann and Thottingal, 2020,
+        "OPUS-MT - Building open translation services for the World" (https://aclanthology.org/2020.eamt-1.61).
+    """
+
+    def __init__(self, model_proto, original_vocab, pad_token="<pad>", unk_token="<unk>", eos_token="</s>",
+                 engine="auto"):
+        super().__init__(name="sentencepiece_tokenizer")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        self._model_proto = bytes(model_proto)
+        self.pad_token, self.unk_token, self.eos_token = str(pad_token), str(unk_token), str(eos_token)
+        pieces, types, model_type = _read_model(self._model_proto)
+
+        # The vocabulary: ours is Marian's with its three special tokens moved to the front and [START] added.
+        original = _vocab_in_id_order(original_vocab)
+        for name, token in (("pad_token", self.pad_token), ("unk_token", self.unk_token),
+                            ("eos_token", self.eos_token)):
+            if token not in original_vocab:
+                raise ValueError(f"the vocabulary has no {name} {token!r}")
+        if START_TOKEN in original_vocab:
+            raise ValueError(f"the vocabulary already has {START_TOKEN!r}, the start token this tokenizer adds")
+        specials = (self.pad_token, self.unk_token, self.eos_token)
+        if len(set(specials)) != 3:
+            raise ValueError(f"pad_token, unk_token and eos_token must differ, got {specials}")
+        front = [self.pad_token, self.unk_token, START_TOKEN, self.eos_token]
+        self._vocab = tuple(front + [token for token in original if token not in specials])
+        self._original_vocab = tuple(original)
+        self._index = {token: i for i, token in enumerate(self._vocab)}
+        pad = original_vocab[self.pad_token]
+        self._original_ids = np.array(
+            [pad, original_vocab[self.unk_token], pad, original_vocab[self.eos_token]]
+            + [original_vocab[token] for token in self._vocab[4:]], dtype=np.int32)
+        self._ids_from_original = np.zeros(len(original), dtype=np.int32)
+        self._ids_from_original[self._original_ids] = np.arange(len(self._vocab), dtype=np.int32)
+        self._ids_from_original[pad] = self.pad_id  # not [START]
+
+        # Tokenizing: SentencePiece id -> our id, through the piece strings (Marian's own lookup).
+        ids_from_sp = np.full(len(pieces), self.unk_id, dtype=np.int32)
+        for sp_id, (piece, kind) in enumerate(zip(pieces, types)):
+            if kind not in (_UNKNOWN, _CONTROL):
+                ids_from_sp[sp_id] = self._index.get(piece, self.unk_id)
+        # Language codes: the vocabulary's ">>xx<<" tokens, found by a one-word FastWordpiece lookup.
+        codes = [token for token in self._vocab if _is_language_code(token)]
+        self._code_ids = tf.constant([self.unk_id] + [self._index[code] for code in codes], tf.int32)
+        self._code_lookup = tf_text.FastWordpieceTokenizer(
+            vocab=[self.unk_token] + codes, suffix_indicator="##",
+            max_bytes_per_word=max([len(code.encode("utf-8")) for code in codes], default=4), token_out_type=tf.int32,
+            unknown_token=self.unk_token, no_pretokenization=True, support_detokenization=False)
+        self._bytes = tf_text.ByteSplitter()
+
+        # Detokenizing: our id -> piece of a copy of the model that also has the vocabulary's missing tokens, the
+        # pieces without their leading "▁" (for the first piece of a text) and a separator piece.
+        detok = _DetokenizerModel(pieces, types)
+        special = np.zeros(len(self._vocab), dtype=bool)
+        special[:4] = True
+        blank = np.zeros(len(self._vocab), dtype=bool)
+        sp_from_ids = np.zeros(len(self._vocab), dtype=np.int32)
+        first_sp_from_ids = np.zeros(len(self._vocab), dtype=np.int32)
+        for i, token in enumerate(self._vocab[4:], start=4):
+            if not token:
+                special[i] = True  # it comes out as nothing
+                continue
+            sp_from_ids[i] = first_sp_from_ids[i] = detok.piece_id(token)
+            kind = detok.types[sp_from_ids[i]]
+            blank[i] = _surface_is_blank(token, kind)
+            if kind in (_NORMAL, _USER_DEFINED) and token.startswith(SPACE_SYMBOL) and not blank[i]:
+                first_sp_from_ids[i] = detok.piece_id(token[len(SPACE_SYMBOL):], fallback=sp_from_ids[i])
+        self._separator = detok.add_separator()
+        self._separator_id = detok.piece_id(chr(self._separator))
+        self._ids_from_sp = tf.constant(ids_from_sp, tf.int32)
+        self._sp_from_ids = tf.constant(sp_from_ids, tf.int32)
+        self._first_sp_from_ids = tf.constant(first_sp_from_ids, tf.int32)
+        self._special_ids = tf.constant(special.astype(np.int32))
+        self._blank_ids = tf.constant(blank.astype(np.int32))
+
+        not_fast = _reasons_against_fast(self._model_proto, types, model_type)
+        if engine == "fast" and not_fast:
+            raise ValueError(f"engine='fast' cannot run this model: it {' and '.join(not_fast)} (use engine='standard' "
+                             "or 'auto')")
+        self.engine = ("standard" if not_fast else "fast") if engine == "auto" else engine
+        detok_proto = self._model_proto + detok.appended_fields()
+        if self.engine == "fast":
+            self._sp = tf_text.FastSentencepieceTokenizer(self._model_proto)
+            self._detokenizer = tf_text.FastSentencepieceTokenizer(detok_proto)
+        else:
+            # The model resource is named after the node that makes it: in a SavedModel two tokenizers with the
+            # same node name share one model. Named after the model's bytes, only equal models share.
+            self._sp = tf_text.SentencepieceTokenizer(self._model_proto, out_type=tf.int32,
+                                                      name=_resource_name(self._model_proto))
+            self._detokenizer = tf_text.SentencepieceTokenizer(detok_proto, out_type=tf.int32,
+                                                               name=_resource_name(detok_proto))
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Properties.
+
+    @property
+    def vocab(self):
+        """The tokens, as a list indexed by our id."""
+        return list(self._vocab)
+
+    @property
+    def vocab_size(self):
+        """Our vocabulary size: Marian's plus one (`[START]`)."""
+        return len(self._vocab)
+
+    @property
+    def pad_id(self):
+        return 0
+
+    @property
+    def unk_id(self):
+        return 1
+
+    @property
+    def start_id(self):
+        return 2
+
+    @property
+    def end_id(self):
+        return 3
+
+    @property
+    def source_start_id(self):
+        """The id that starts a source sequence: `None`, Marian's sources are `pieces + </s>`."""
+        return None
+
+    @property
+    def original_ids(self):
+        """`int32` NumPy array `[vocab_size]`: the Marian id behind each of our ids (`[START]` -> Marian's pad)."""
+        return self._original_ids.copy()
+
+    @property
+    def ids_from_original(self):
+        """`int32` NumPy array `[original_vocab_size]`: our id for each Marian id (Marian's pad -> our `<pad>`)."""
+        return self._ids_from_original.copy()
+
+    @property
+    def original_vocab_size(self):
+        """Marian's vocabulary size (`vocab.json`)."""
+        return len(self._original_vocab)
+
+    @property
+    def model_proto(self):
+        """The serialized SentencePiece model."""
+        return self._model_proto
+
+    def from_original_ids(self, original_ids):
+        """Maps Marian ids (any shape, NumPy or nested lists) to ours; returns an `int32` NumPy array."""
+        return self._ids_from_original[np.asarray(original_ids, dtype=np.int64)]
+
+    def token_to_id(self, token):
+        """The id of `token`, or `unk_id` when it is not in the vocabulary."""
+        return self._index.get(token, self.unk_id)
+
+    def id_to_token(self, token_id):
+        return self._vocab[int(token_id)]
+
+    def tokens(self, ids):
+        """Python helper: the token strings of one sequence of ids (for debugging and tests)."""
+        return [self._vocab[int(i)] for i in np.asarray(ids).reshape(-1)]
+
+    # ----------------------------------------------------------------------------------------------------------
+    # TensorFlow ops.
+
+    def tokenize(self, strings):
+        """Tokenizes a batch of strings as `MarianTokenizer` does (see the module docstring for the differences).
+
+        Args:
+            strings: `tf.string` `[B]` (or a list of Python strings).
+
+        Returns:
+            `tf.RaggedTensor` of `int32` ids, `[B, None]`, without `</s>`.
+        """
+        strings = tf.convert_to_tensor(strings, tf.string)
+        if strings.shape.rank == 0:
+            return self.tokenize(tf.expand_dims(strings, 0))[0]
+        codes, texts = self._split_language_codes(strings)
+        code_pieces = self._code_lookup.tokenize(codes)  # [B, 0 or 1]
+        has_code = tf.equal(tf.cast(code_pieces.row_lengths(), tf.int32), 1)
+        code_ids = tf.gather(self._code_ids, code_pieces.to_tensor(default_value=0, shape=[None, 1]))
+        pieces = self._sp.tokenize(texts)
+        text_lengths = tf.cast(pieces.row_lengths(), tf.int32)
+        text_ids = tf.gather(self._ids_from_sp, pieces.to_tensor(default_value=0))
+        ids = tf.concat([code_ids, text_ids], axis=1)
+        keep = tf.concat(
+            [tf.expand_dims(has_code, 1), tf.sequence_mask(text_lengths, tf.shape(text_ids)[1])], axis=1)
+        lengths = tf.cast(tf.cast(has_code, tf.int32) + text_lengths, tf.int64)  # int64 splits, as tensorflow-text's
+        return tf.RaggedTensor.from_row_lengths(tf.boolean_mask(ids, keep), lengths, validate=False)
+
+    def _split_language_codes(self, strings):
+        """`(codes, texts)`: a leading `>>...<<` of each string (or `""`) and the rest, by byte offsets."""
+        split = self._bytes.split(strings)
+        lengths = tf.cast(split.row_lengths(), tf.int32)
+        # RaggedTensorToTensor in TFLite takes int32 values, not uint8; two zero bytes keep [:, 1] in range.
+        chars = tf.pad(split.with_flat_values(tf.cast(split.flat_values, tf.int32)).to_tensor(), [[0, 0], [0, 2]])
+        opens = tf.logical_and(tf.equal(chars[:, 0], ord(">")), tf.equal(chars[:, 1], ord(">")))
+        less = tf.equal(chars, ord("<"))
+        closes = tf.logical_and(less[:, :-1], less[:, 1:])
+        first_close = tf.cast(tf.argmax(tf.cast(closes, tf.int32), axis=1), tf.int32)
+        code_end = tf.where(tf.logical_and(opens, tf.reduce_any(closes, axis=1)), first_close + 2, 0)
+        starts = tf.stack([tf.zeros_like(code_end), code_end], axis=1)
+        ends = tf.stack([code_end, lengths], axis=1)
+        parts = tf.reshape(self._bytes.split_by_offsets(strings, starts, ends).flat_values, [-1, 2])
+        return parts[:, 0], parts[:, 1]
+
+    def detokenize(self, ids):
+        """Turns ids back into text, as `MarianTokenizer.decode(ids, skip_special_tokens=True)` does.
+
+        `<pad>`, `[START]`, `</s>` and `<unk>` are dropped wherever they are, and so are whitespace-only pieces
+        before the first and after the last other piece. Only integer ops, the SentencePiece detokenizer and byte
+        splitting are used, so with the `"fast"` engine this converts to TFLite without Flex ops.
+
+        Args:
+            ids: integer ids, a dense `[B, L]` tensor (e.g. 0-padded decoder output, static shape allowed), a
+                `tf.RaggedTensor` `[B, None]`, or one sequence `[L]`.
+
+        Returns:
+            `tf.string` `[B]` (a scalar for a rank-1 input).
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=self.pad_id)
+        ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
+        if ids.shape.rank == 1:
+            return self.detokenize(tf.expand_dims(ids, 0))[0]
+        kept = 1 - tf.gather(self._special_ids, ids)
+        content = kept * (1 - tf.gather(self._blank_ids, ids))
+        content_before = tf.cumsum(content, axis=1)  # content tokens up to here, inclusive
+        content_after = tf.cumsum(content, axis=1, reverse=True)
+        keep = tf.logical_and(tf.greater(kept, 0),
+                              tf.logical_and(tf.greater(content_before, 0), tf.greater(content_after, 0)))
+        # The first piece of a text loses its leading "▁" (SentencePiece's dummy prefix).
+        first = tf.logical_and(tf.greater(content, 0), tf.equal(content_before, 1))
+        pieces = tf.where(first, tf.gather(self._first_sp_from_ids, ids), tf.gather(self._sp_from_ids, ids))
+        # TFLite's FastSentencepieceDetokenize gives one string per call (it keeps its output's shape), so the rows
+        # are decoded as one text, each followed by the separator, and cut apart at the separator's bytes.
+        rows = tf.shape(ids)[0]
+        pieces = tf.concat([pieces, tf.fill([rows, 1], self._separator_id)], axis=1)
+        keep = tf.concat([keep, tf.fill([rows, 1], True)], axis=1)
+        values = tf.boolean_mask(pieces, keep)
+        row_splits = tf.stack([0, tf.size(values)])
+        joined = self._detokenizer.detokenize(tf.RaggedTensor.from_row_splits(values, row_splits, validate=False))
+        data = tf.cast(self._bytes.split(joined).flat_values, tf.int32)
+        ends = tf.cast(tf.reshape(tf.where(tf.equal(data, self._separator)), [-1]), tf.int32)
+        starts = tf.concat([tf.zeros([1], tf.int32), ends + 1], axis=0)[:-1]
+        texts = self._bytes.split_by_offsets(joined, tf.expand_dims(starts, 0), tf.expand_dims(ends, 0))
+        return tf.reshape(texts.flat_values, [-1])
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Reading and saving.
+
+    @classmethod
+    def from_marian(cls, spm_path, vocab_path, pad_token="<pad>", unk_token="<unk>", eos_token="</s>",
+                    engine="auto"):
+        """Reads the tokenizer of one side of an OPUS-MT checkpoint in the Hugging Face layout.
+
+        Args:
+            spm_path: `source.spm` (for the encoder's input) or `target.spm` (for the decoder's).
+            vocab_path: the checkpoint's `vocab.json` (token -> Marian id).
+            pad_token, unk_token, eos_token: Marian's special tokens, as in `MarianTokenizer`.
+            engine: see the class docstring.
+
+        Raises:
+            ValueError: naming the file when a file does not hold what is expected (including a `vocab.json` that
+                already has `[START]`).
+        """
+        spm_path, vocab_path = os.fspath(spm_path), os.fspath(vocab_path)
+        for path in (spm_path, vocab_path):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: not found")
+        original_vocab = _read_vocab_json(vocab_path)
+        with open(spm_path, "rb") as f:
+            model_proto = f.read()
+        return cls._build(model_proto, original_vocab, spm_path, vocab_path, pad_token=pad_token,
+                          unk_token=unk_token, eos_token=eos_token, engine=engine)
+
+    @classmethod
+    def _build(cls, model_proto, original_vocab, spm_path, vocab_path, **kwargs):
+        """The constructor, with errors that name the file they come from."""
+        try:
+            _read_model(model_proto)
+        except ValueError as error:
+            raise ValueError(f"{spm_path}: expected a SentencePiece model ({error})") from None
+        missing = [kwargs[name] for name in ("pad_token", "unk_token", "eos_token")
+                   if kwargs[name] not in original_vocab]
+        if missing:
+            raise ValueError(f"{vocab_path}: expected the special tokens {missing} (pad_token, unk_token, eos_token)")
+        if START_TOKEN in original_vocab:
+            raise ValueError(f"{vocab_path}: already has {START_TOKEN!r} (id {original_vocab[START_TOKEN]}), the "
+                             "start token this tokenizer adds; expected a Marian vocabulary without it")
+        try:
+            return cls(model_proto, original_vocab, **kwargs)
+        except (ValueError, tf.errors.OpError) as error:
+            raise ValueError(f"{spm_path}: could not load the SentencePiece model with {vocab_path} ({error})") \
+                from None
+
+    def get_config(self):
+        return {
+            "format": _FORMAT,
+            "version": 1,
+            "vocab_size": self.vocab_size,
+            "original_vocab_size": self.original_vocab_size,
+            "pad_token": self.pad_token,
+            "unk_token": self.unk_token,
+            "eos_token": self.eos_token,
+            "start_token": START_TOKEN,
+            "engine": self.engine,
+        }
+
+    def save(self, directory):
+        """Writes `sentencepiece.spm` (the model), `vocab.json` (Marian's vocabulary, as in the checkpoint) and
+        `tokenizer.json` (settings) into `directory`."""
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, _MODEL_FILE), "wb") as f:
+            f.write(self._model_proto)
+        with open(os.path.join(directory, _VOCAB_FILE), "w", encoding="utf-8", newline="\n") as f:
+            json.dump({token: i for i, token in enumerate(self._original_vocab)}, f, indent=0, ensure_ascii=False)
+            f.write("\n")
+        with open(os.path.join(directory, _CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(self.get_config(), f, indent=1, ensure_ascii=False)
+            f.write("\n")
+
+    @classmethod
+    def load(cls, directory):
+        """Loads a tokenizer written by `save`.
+
+        Raises:
+            ValueError: naming the file (and line) when a file is missing or does not match the format.
+        """
+        config_path = os.path.join(directory, _CONFIG_FILE)
+        vocab_path = os.path.join(directory, _VOCAB_FILE)
+        model_path = os.path.join(directory, _MODEL_FILE)
+        for path in (config_path, vocab_path, model_path):
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    f"{path}: not found; expected a tokenizer saved by SentencePieceTokenizer.save")
+        config = _read_json(config_path, "a JSON object")
+        if not isinstance(config, dict):
+            raise ValueError(f"{config_path}:1: expected a JSON object")
+        if config.get("format") != _FORMAT:
+            raise ValueError(f"{config_path}:1: expected \"format\": \"{_FORMAT}\", got {config.get('format')!r}")
+        for key in ("vocab_size", "original_vocab_size"):
+            if not isinstance(config.get(key), int):
+                raise ValueError(f"{config_path}:1: expected an integer {key!r}")
+        for key in ("pad_token", "unk_token", "eos_token", "engine"):
+            if not isinstance(config.get(key), str):
+                raise ValueError(f"{config_path}:1: expected a string {key!r}")
+        if config["engine"] not in ENGINES:
+            raise ValueError(f"{config_path}:1: expected an \"engine\" in {ENGINES}, got {config['engine']!r}")
+        original_vocab = _read_vocab_json(vocab_path)
+        if len(original_vocab) != config["original_vocab_size"]:
+            raise ValueError(f"{vocab_path}: expected {config['original_vocab_size']} tokens as {config_path} says, "
+                             f"found {len(original_vocab)}")
+        with open(model_path, "rb") as f:
+            model_proto = f.read()
+        tokenizer = cls._build(model_proto, original_vocab, model_path, vocab_path, pad_token=config["pad_token"],
+                               unk_token=config["unk_token"], eos_token=config["eos_token"], engine=config["engine"])
+        if tokenizer.vocab_size != config["vocab_size"]:
+            raise ValueError(f"{config_path}:1: expected \"vocab_size\": {tokenizer.vocab_size} for {vocab_path}, "
+                             f"got {config['vocab_size']}")
+        return tokenizer
+
+    def __repr__(self):
+        return f"SentencePieceTokenizer(vocab_size={self.vocab_size}, engine={self.engine!r})"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Helpers.
+
+
+def _resource_name(model_proto):
+    return f"sentencepiece_{hashlib.sha1(model_proto).hexdigest()[:16]}"
+
+
+def _is_language_code(token):
+    """Whether `token` can be the code `MarianTokenizer` cuts off: `>>`, then anything, then the first `<<`."""
+    return token.startswith(">>") and token.find("<<") == len(token) - 2 >= 2
+
+
+def _surface_is_blank(piece, kind):
+    """Whether a piece comes out as nothing or only whitespace when detokenized."""
+    if kind == _CONTROL:
+        return True
+    if kind == _UNKNOWN:
+        return False  # SentencePiece writes " \u2047 "
+    if kind == _BYTE:
+        value = int(piece[3:-1], 16)
+        return value < 0x80 and chr(value).isspace()
+    return not piece.replace(SPACE_SYMBOL, " ").strip()
+
+
+def _read_json(path, expected):
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{path}:{line}: expected UTF-8 JSON ({expected}), found the byte "
+                         f"0x{data[error.start]:02x} (damaged?)") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}: expected JSON ({expected}): {error.msg}") from None
+
+
+def _read_vocab_json(path):
+    vocab = _read_json(path, "an object of token -> id")
+    if not isinstance(vocab, dict):
+        raise ValueError(f"{path}:1: expected a JSON object of token -> id, found a {type(vocab).__name__}")
+    try:
+        _vocab_in_id_order(vocab)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return vocab
+
+
+def _vocab_in_id_order(vocab):
+    """The tokens of a token -> id mapping, by id; the ids must be `0 .. len - 1`, each once."""
+    tokens = [None] * len(vocab)
+    for token, i in vocab.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(vocab):
+            raise ValueError(f"expected token ids 0 .. {len(vocab) - 1}, found {token!r}: {i!r}")
+        if tokens[i] is not None:
+            raise ValueError(f"expected each id once, found {i} for {tokens[i]!r} and {token!r}")
+        tokens[i] = token
+    return tokens
+
+
+def _read_varint(data, pos):
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated data")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("malformed varint")
+
+
+def _proto_fields(data):
+    """Yields `(field_number, value)` of a serialized protobuf message (varints as int, others as bytes)."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        field, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire_type in (1, 5):
+            size = 8 if wire_type == 1 else 4
+            value, pos = data[pos:pos + size], pos + size
+        elif wire_type == 2:
+            size, pos = _read_varint(data, pos)
+            value, pos = data[pos:pos + size], pos + size
+        else:
+            raise ValueError(f"unexpected protobuf wire type {wire_type}")
+        if pos > len(data) or field == 0:
+            raise ValueError("truncated or malformed data")
+        yield field, value
+
+
+def _read_model(model_proto):
+    """`(pieces, types, model_type)` of a serialized SentencePiece `ModelProto`, read from the wire format (so
+    neither the `sentencepiece` package nor protobuf classes are needed)."""
+    pieces, types, model_type = [], [], _UNIGRAM
+    for field, value in _proto_fields(model_proto):
+        if field == 1 and isinstance(value, bytes):  # repeated SentencePiece pieces
+            piece, kind = None, _NORMAL
+            for sub_field, sub_value in _proto_fields(value):
+                if sub_field == 1 and isinstance(sub_value, bytes):
+                    try:
+                        piece = sub_value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise ValueError(f"piece {len(pieces)} is not UTF-8") from None
+                elif sub_field == 3 and isinstance(sub_value, int):
+                    kind = sub_value
+            if piece is None:
+                raise ValueError(f"piece {len(pieces)} has no string")
+            pieces.append(piece)
+            types.append(kind)
+        elif field == 2 and isinstance(value, bytes):  # TrainerSpec
+            for sub_field, sub_value in _proto_fields(value):
+                if sub_field == 3 and isinstance(sub_value, int):
+                    model_type = sub_value
+    if not pieces:
+        raise ValueError("no pieces")
+    return pieces, types, model_type
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+class _DetokenizerModel:
+    """The pieces of a copy of a SentencePiece model that pieces are added to (as user-defined pieces)."""
+
+    def __init__(self, pieces, types):
+        self.original_size = len(pieces)
+        self.pieces, self.types = list(pieces), list(types)
+        self.index = {}
+        for i, piece in enumerate(pieces):
+            self.index.setdefault(piece, i)
+
+    def piece_id(self, piece, fallback=None):
+        """The id of `piece`, added when the model lacks it. An existing piece of another type than normal or
+        user-defined (a control piece comes out as nothing) gives `fallback` when that is not `None`."""
+        i = self.index.get(piece)
+        if i is None:
+            i = self.index[piece] = len(self.pieces)
+            self.pieces.append(piece)
+            self.types.append(_USER_DEFINED)
+        elif fallback is not None and self.types[i] not in (_NORMAL, _USER_DEFINED):
+            return fallback
+        return i
+
+    def add_separator(self):
+        """A byte below 0x20 that no piece holds (nor makes, as a byte piece); added as a piece of its own."""
+        used = set("".join(self.pieces))
+        for value in range(1, 0x20):
+            if chr(value) not in used and f"<0x{value:02X}>" not in self.index:
+                self.piece_id(chr(value))
+                return value
+        raise ValueError("every control character from 0x01 to 0x1f is in a piece; none is free as a separator")
+
+    def appended_fields(self):
+        """The serialized `ModelProto.pieces` entries of the added pieces: appended to the serialized model they
+        extend its list of pieces."""
+        return b"".join(_piece_field(piece) for piece in self.pieces[self.original_size:])
+
+
+def _reasons_against_fast(model_proto, types, model_type):
+    """Why `FastSentencepieceTokenizer` cannot run a model like `sentencepiece` (an empty list when it can): it
+    runs unigram models only, keeps normal, unknown and control pieces only (it fails on byte and unused ones and
+    scores user-defined ones like normal pieces, where SentencePiece matches them first), and ignores
+    `treat_whitespace_as_suffix` and a denormalizer."""
+    reasons = []
+    if model_type != _UNIGRAM:
+        reasons.append(f"is a {_MODEL_TYPES.get(model_type, f'type {model_type}')} model, not unigram")
+    for kind, name in ((_BYTE, "byte (byte fallback)"), (_UNUSED, "unused"), (_USER_DEFINED, "user-defined")):
+        if kind in types:
+            reasons.append(f"has {name} pieces")
+    for field, value in _proto_fields(model_proto):
+        if field == 2 and isinstance(value, bytes):  # TrainerSpec
+            if any(sub_field == 24 and sub_value for sub_field, sub_value in _proto_fields(value)):
+                reasons.append("treats whitespace as a suffix")
+        elif field == 5 and isinstance(value, bytes) and value:  # denormalizer_spec
+            if any(sub_field in (2, 6) and sub_value for sub_field, sub_value in _proto_fields(value)):
+                reasons.append("has a denormalizer")
+    return reasons
+
+
+def _piece_field(piece):
+    """A serialized `ModelProto.pieces` entry: a user-defined piece (appended to a model, it extends the list)."""
+    text = piece.encode("utf-8")
+    message = b"\x0a" + _varint(len(text)) + text + b"\x15" + struct.pack("<f", 0.0) + b"\x18" + _varint(_USER_DEFINED)
+    return b"\x0a" + _varint(len(message)) + message
