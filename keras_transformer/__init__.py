@@ -7,6 +7,7 @@ The public API, from text to a deployed model:
     model        build_transformer, TransformerConfig
     decoding     Translator, greedy_decode, beam_search
     runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
+    pretrained   import_marian (OPUS-MT checkpoints -> a run directory), SentencePieceTokenizer
     task         TransformerSeq2SeqLM (generate, save_to_preset, from_preset: keras-hub's preset layout)
     export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator
 
@@ -43,6 +44,9 @@ _LAZY = {
     "check_settings": ("keras_transformer.validation", "check_settings"),
     "SettingError": ("keras_transformer.validation", "SettingError"),
     "TransformerSeq2SeqLM": ("keras_transformer.tasks", "TransformerSeq2SeqLM"),
+    # Pretrained checkpoints
+    "import_marian": ("keras_transformer.importers", "import_marian"),
+    "SentencePieceTokenizer": ("keras_transformer.data.sentencepiece_tokenizer", "SentencePieceTokenizer"),
     # Export
     "export_run": ("keras_transformer.export.exporter", "export_run"),
     "export_saved_model": ("keras_transformer.export.saved_model", "export_saved_model"),

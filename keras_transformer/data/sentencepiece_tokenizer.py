@@ -95,18 +95,18 @@ class SentencePieceTokenizer(tf.Module):
             model allows it. `engine` holds the choice. The standard engine keeps its model in TensorFlow's kernel
             cache, which `keras.backend.clear_session()` empties: build the tokenizer again after that.
 
-    Example:
+    Example (`checkpoint_dir` holds an OPUS-MT checkpoint in the Hugging Face layout):
 
-    >>> source = SentencePieceTokenizer.from_marian("opus-mt-en-de/source.spm", "opus-mt-en-de/vocab.json")
-    >>> target = SentencePieceTokenizer.from_marian("opus-mt-en-de/target.spm", "opus-mt-en-de/vocab.json")
-    >>> ids = source.tokenize(["I am a small frog."])  # our ids, without </s>
-    >>> marian = MarianTokenizer.from_pretrained("Helsinki-NLP/opus-mt-en-de")
-    >>> marian_ids = marian(["I am a small frog."])["input_ids"][0]  # pieces + </s>
-    >>> source.original_ids[ids[0].numpy()].tolist() + [marian.eos_token_id] == marian_ids
-    True
-    >>> target_ids = marian(text_target=["Ich bin ein kleiner Frosch."])["input_ids"]
-    >>> target.detokenize(target.from_original_ids(target_ids)).numpy()
-    array([b'Ich bin ein kleiner Frosch.'], dtype=object)
+    >>> import os
+    >>> source = SentencePieceTokenizer.from_marian(os.path.join(checkpoint_dir, "source.spm"),
+    ...                                             os.path.join(checkpoint_dir, "vocab.json"))
+    >>> target = SentencePieceTokenizer.from_marian(os.path.join(checkpoint_dir, "target.spm"),
+    ...                                             os.path.join(checkpoint_dir, "vocab.json"))
+    >>> ids = source.tokenize(["Der Hund läuft."])  # our ids, without </s>
+    >>> source.start_id, source.end_id, source.source_start_id is None
+    (2, 3, True)
+    >>> target.detokenize(target.tokenize(["the dog runs."])).numpy()
+    array([b'the dog runs.'], dtype=object)
 
     References:
         Kudo and Richardson, 2018, "SentencePiece: A simple and language independent subword tokenizer and

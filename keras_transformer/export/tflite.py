@@ -35,8 +35,11 @@ import tensorflow as tf
 from keras_transformer.atomic import atomic_path
 
 # The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
+# WordPiece tokenizers (`SubwordTokenizer`) use the first three; SentencePiece ones (imported checkpoints) the rest.
 TFTEXT_CUSTOM_OPS = frozenset(
-    {"FastWordpieceTokenizeWithOffsets", "TFText>FastWordpieceDetokenize", "RaggedTensorToTensor"}
+    {"FastWordpieceTokenizeWithOffsets", "TFText>FastWordpieceDetokenize", "RaggedTensorToTensor",
+     "TFText>FastSentencepieceTokenize", "TFText>FastSentencepieceDetokenize", "TFText>ByteSplitWithOffsets",
+     "TFText>ByteSplitByOffsets"}
 )
 
 
@@ -173,7 +176,10 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     frozen = freeze_signature(translator.serving_function(jit_compile=False))
     workdir = tempfile.mkdtemp(prefix="keras_transformer_tflite_")
     try:
-        tf.saved_model.save(frozen, workdir, signatures={"serving_default": frozen.serving})
+        # Inference only: gradient functions are not saved (SiLU's custom gradient captures a constant that a
+        # frozen graph cannot hold).
+        tf.saved_model.save(frozen, workdir, signatures={"serving_default": frozen.serving},
+                            options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
         converter = tf.lite.TFLiteConverter.from_saved_model(workdir)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True

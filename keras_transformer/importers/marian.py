@@ -252,10 +252,14 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
         CheckpointError: what cannot be imported (another architecture, a missing or damaged file, a shape that
             does not fit the config, an unreachable hub), in one line naming the file.
 
-    Example (`checkpoint_dir` holds a Marian checkpoint in the Hugging Face layout):
+    Example (`checkpoint_dir` holds a Marian checkpoint in the Hugging Face layout; `hf://Helsinki-NLP/opus-mt-de-en`
+    downloads one):
 
-    >>> import_marian(checkpoint_dir, "runs/opus-mt-de-en", verbose=0)  # doctest: +SKIP
+    >>> import_marian(checkpoint_dir, "runs/opus-mt-de-en", verbose=0)
     'runs/opus-mt-de-en'
+    >>> from keras_transformer import load_run
+    >>> load_run("runs/opus-mt-de-en").model_config.position
+    'sinusoidal_concat'
     """
     output_dir = os.fspath(output_dir)
     _check_destination(output_dir, overwrite)

@@ -39,7 +39,8 @@ def train_spm(lines, vocab_size):
 
 
 def make_marian_checkpoint(directory, d_model=64, layers=2, heads=4, ffn=128, spm_vocab=300, extra_tokens=0,
-                           max_positions=128, activation="swish", seed=0, weights="safetensors", scale=0.15):
+                           max_positions=128, activation="swish", seed=0, weights="safetensors", scale=0.15,
+                           end_bias=2.5):
     """Writes a Marian checkpoint into `directory` and returns `(model, config)` (the torch model, in eval mode).
 
     `extra_tokens` appends filler tokens to `vocab.json` (to reach a large vocabulary without a large corpus).
@@ -87,7 +88,13 @@ def make_marian_checkpoint(directory, d_model=64, layers=2, heads=4, ffn=128, sp
             else:
                 parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape, generator=generator))
+        model.final_logits_bias[0, 0] += end_bias  # </s>: most outputs end within a few dozen tokens
     model.eval()
+    # OPUS-MT's generation settings (beam 4, pad banned: it is the decoder's start token, forced </s> at max_length),
+    # with max_length at the position table's size.
+    generation = model.generation_config
+    generation.bad_words_ids, generation.num_beams, generation.max_length = [[size - 1]], 4, max_positions
+    generation.bos_token_id = 0
     model.save_pretrained(directory, safe_serialization=weights == "safetensors")
     if weights == "pytorch":
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
