@@ -230,7 +230,8 @@ def train(
         del train_data
         _release_freed_memory()
 
-        shared = source_tokenizer is target_tokenizer
+        # One vocabulary (an imported checkpoint has two tokenizers, one per SentencePiece model, over one vocabulary).
+        shared = source_tokenizer is target_tokenizer or source_tokenizer.vocab == target_tokenizer.vocab
         if model_settings.get("share_embeddings") and not shared:
             raise ValueError("share_embeddings needs a shared vocabulary: set shared_vocab too.")
         model_config = TransformerConfig(
