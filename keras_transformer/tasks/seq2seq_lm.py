@@ -155,12 +155,19 @@ class TransformerSeq2SeqLM:
 
     @classmethod
     def from_preset(cls, preset_dir, **kwargs):
-        """Loads a task saved by `save_to_preset` (in a fresh process too: the layers register on import).
+        """Loads a task saved by `save_to_preset` (in a fresh process too: the layers register on import), or a
+        pretrained Marian (OPUS-MT) checkpoint: `hf://OWNER/NAME` or a directory in the Hugging Face layout,
+        imported once (`keras_transformer.importers.import_marian`) into a cache (`$KERAS_TRANSFORMER_CACHE`,
+        default `~/.cache/keras_transformer/imported/`) and loaded from there.
 
         Raises:
             PresetError: a file of the preset is missing or damaged (naming it).
+            CheckpointError: a checkpoint that cannot be imported.
         """
         import keras_transformer.models  # noqa: F401 - registers the layers for deserialization
+
+        if _is_checkpoint(preset_dir):
+            return cls.from_run(_imported_run(os.fspath(preset_dir)), **kwargs)
 
         for name in (CONFIG_FILE, WEIGHTS_FILE, TASK_FILE, TOKENIZER_FILE):
             if not os.path.exists(os.path.join(preset_dir, name)):
@@ -216,3 +223,32 @@ def _metadata(backbone):
     except ImportError:
         pass
     return metadata
+
+
+def _is_checkpoint(source):
+    """Whether `source` is a pretrained checkpoint to import (a hub id, or a Hugging Face layout directory)."""
+    from keras_transformer.importers import HUB_PREFIX
+
+    source = os.fspath(source)
+    return source.startswith(HUB_PREFIX) or (os.path.isfile(os.path.join(source, "config.json"))
+                                             and not os.path.exists(os.path.join(source, TASK_FILE)))
+
+
+def _imported_run(source):
+    """The run directory of an imported checkpoint, imported on first use into the cache."""
+    import hashlib
+
+    from keras_transformer.importers import import_checkpoint
+
+    cache = os.environ.get("KERAS_TRANSFORMER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                         "keras_transformer")
+    key = source
+    if "://" not in source:  # a local directory: a changed file is a new import
+        key = os.path.abspath(source) + "".join(
+            f"|{entry.name}:{entry.stat().st_size}:{entry.stat().st_mtime_ns}" for entry in
+            sorted(os.scandir(source), key=lambda entry: entry.name) if entry.is_file())
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in source.split("://")[-1].rstrip("/"))[-60:]
+    run_dir = os.path.join(cache, "imported", f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}")
+    if not os.path.exists(os.path.join(run_dir, "model.keras")):
+        import_checkpoint(source, run_dir, overwrite=os.path.isdir(run_dir), verbose=0)
+    return run_dir

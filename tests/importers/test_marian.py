@@ -211,3 +211,18 @@ def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refus
     process = cli("import", str(planted), "--output", str(tmp_path / "never"))
     assert_one_line_error(process, "pytorch_model.bin", "refused", "never code")
     assert not marker.exists() and not (tmp_path / "never").exists()
+
+
+def test_from_preset_imports_a_checkpoint_once_and_generates(checkpoint, imported, tmp_path, monkeypatch):
+    from keras_transformer import TransformerSeq2SeqLM, load_run
+    from keras_transformer.decoding.translator import Translator
+
+    monkeypatch.setenv("KERAS_TRANSFORMER_CACHE", str(tmp_path / "cache"))
+    task = TransformerSeq2SeqLM.from_preset(checkpoint[0])
+    run = load_run(imported)
+    texts = sentences(WORDS, 5, seed=5)
+    assert task.generate(texts) == Translator(run.model, run.source_tokenizer, run.target_tokenizer).translate(texts)
+    cached = os.listdir(tmp_path / "cache" / "imported")
+    assert len(cached) == 1
+    TransformerSeq2SeqLM.from_preset(checkpoint[0])  # the second time from the cache
+    assert os.listdir(tmp_path / "cache" / "imported") == cached
