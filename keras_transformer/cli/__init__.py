@@ -2,8 +2,8 @@
 quickstart.
 
 Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate`, `tune` and
-`ensemble`; `export`; `import_checkpoint`; `plot_quickstart`), each registering its parser. Heavy imports (TensorFlow) happen only inside
-the subcommands, so `keras-transformer --help` answers at once.
+`ensemble`; `export`; `import_checkpoint`; `plot_quickstart`), each registering its parser. Heavy imports
+(TensorFlow) happen only inside the subcommands, so `keras-transformer --help` answers at once.
 """
 
 import argparse

@@ -33,43 +33,35 @@ the pieces without their leading `"▁"` (for the first piece of a text) and a s
 the model was built; a second string crashes the interpreter), so all rows are decoded as one text, each row
 followed by the separator (a control character that no piece holds), and cut apart at the separator's bytes.
 
-What differs from `transformers`' `MarianTokenizer` (checked by the tests):
-
-* A run of characters that this model does not know is `<unk>` here. `MarianTokenizer` looks the run's text up in
-  `vocab.json` and keeps its id when the run is itself a token there, which happens when the other side's model
-  knows the run (Chinese characters in the English source of an English-Chinese model).
-* The literal texts `</s>`, `<unk>` and `<pad>` inside a sentence are cut into pieces like any other text;
-  `MarianTokenizer` splits them off as their special tokens.
-* Detokenizing strips whole whitespace-only pieces at the ends; `decode` strips every leading and trailing
-  whitespace character, which differs only for a first or last piece that holds other whitespace next to its edge
-  (not the case for the pieces of a standard SentencePiece model).
-* `MarianTokenizer` defines a Moses punctuation normalizer but never calls it while tokenizing, so neither do we.
-* With one `vocab.json` for both sides, `MarianTokenizer.decode` uses `source.spm` unless it is given
-  `use_source_tokenizer=False`; the target tokenizer here uses `target.spm`. Both give the same text: a piece that
-  a model lacks is written as its text, which is what the model would write for a normal piece.
+What differs from `transformers`' `MarianTokenizer` (a few rare inputs, each checked by the tests) is listed in
+docs/pretrained.md.
 """
 
 import hashlib
 import json
 import os
-import struct
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from keras_transformer.data.marian_vocabulary import permute_vocabulary
+from keras_transformer.data.marian_vocabulary import read_json
+from keras_transformer.data.marian_vocabulary import read_vocab_json
+from keras_transformer.data.sentencepiece_model import CONTROL
+from keras_transformer.data.sentencepiece_model import SPACE_SYMBOL  # noqa: F401 - re-exported
+from keras_transformer.data.sentencepiece_model import UNKNOWN
+from keras_transformer.data.sentencepiece_model import detokenization_tables
+from keras_transformer.data.sentencepiece_model import read_model
+from keras_transformer.data.sentencepiece_model import reasons_against_fast
 
 _CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.json"
 _MODEL_FILE = "sentencepiece.spm"
 _FORMAT = "keras_transformer.SentencePieceTokenizer"
 START_TOKEN = "[START]"
-SPACE_SYMBOL = "\u2581"  # "▁": SentencePiece's mark for a space
 ENGINES = ("auto", "fast", "standard")
 
-# SentencePiece's `ModelProto.SentencePiece.Type` and `TrainerSpec.ModelType` values.
-_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
-_UNIGRAM = 1
-_MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
 
 
 class SentencePieceTokenizer(tf.Module):
@@ -121,35 +113,17 @@ class SentencePieceTokenizer(tf.Module):
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         self._model_proto = bytes(model_proto)
         self.pad_token, self.unk_token, self.eos_token = str(pad_token), str(unk_token), str(eos_token)
-        pieces, types, model_type = _read_model(self._model_proto)
+        pieces, types, model_type = read_model(self._model_proto)
 
         # The vocabulary: ours is Marian's with its three special tokens moved to the front and [START] added.
-        original = _vocab_in_id_order(original_vocab)
-        for name, token in (("pad_token", self.pad_token), ("unk_token", self.unk_token),
-                            ("eos_token", self.eos_token)):
-            if token not in original_vocab:
-                raise ValueError(f"the vocabulary has no {name} {token!r}")
-        if START_TOKEN in original_vocab:
-            raise ValueError(f"the vocabulary already has {START_TOKEN!r}, the start token this tokenizer adds")
-        specials = (self.pad_token, self.unk_token, self.eos_token)
-        if len(set(specials)) != 3:
-            raise ValueError(f"pad_token, unk_token and eos_token must differ, got {specials}")
-        front = [self.pad_token, self.unk_token, START_TOKEN, self.eos_token]
-        self._vocab = tuple(front + [token for token in original if token not in specials])
-        self._original_vocab = tuple(original)
+        self._vocab, self._original_vocab, self._original_ids, self._ids_from_original = permute_vocabulary(
+            original_vocab, self.pad_token, self.unk_token, self.eos_token, START_TOKEN)
         self._index = {token: i for i, token in enumerate(self._vocab)}
-        pad = original_vocab[self.pad_token]
-        self._original_ids = np.array(
-            [pad, original_vocab[self.unk_token], pad, original_vocab[self.eos_token]]
-            + [original_vocab[token] for token in self._vocab[4:]], dtype=np.int32)
-        self._ids_from_original = np.zeros(len(original), dtype=np.int32)
-        self._ids_from_original[self._original_ids] = np.arange(len(self._vocab), dtype=np.int32)
-        self._ids_from_original[pad] = self.pad_id  # not [START]
 
         # Tokenizing: SentencePiece id -> our id, through the piece strings (Marian's own lookup).
         ids_from_sp = np.full(len(pieces), self.unk_id, dtype=np.int32)
         for sp_id, (piece, kind) in enumerate(zip(pieces, types)):
-            if kind not in (_UNKNOWN, _CONTROL):
+            if kind not in (UNKNOWN, CONTROL):
                 ids_from_sp[sp_id] = self._index.get(piece, self.unk_id)
         # Language codes: the vocabulary's ">>xx<<" tokens, found by a one-word FastWordpiece lookup.
         codes = [token for token in self._vocab if _is_language_code(token)]
@@ -162,35 +136,20 @@ class SentencePieceTokenizer(tf.Module):
 
         # Detokenizing: our id -> piece of a copy of the model that also has the vocabulary's missing tokens, the
         # pieces without their leading "▁" (for the first piece of a text) and a separator piece.
-        detok = _DetokenizerModel(pieces, types)
-        special = np.zeros(len(self._vocab), dtype=bool)
-        special[:4] = True
-        blank = np.zeros(len(self._vocab), dtype=bool)
-        sp_from_ids = np.zeros(len(self._vocab), dtype=np.int32)
-        first_sp_from_ids = np.zeros(len(self._vocab), dtype=np.int32)
-        for i, token in enumerate(self._vocab[4:], start=4):
-            if not token:
-                special[i] = True  # it comes out as nothing
-                continue
-            sp_from_ids[i] = first_sp_from_ids[i] = detok.piece_id(token)
-            kind = detok.types[sp_from_ids[i]]
-            blank[i] = _surface_is_blank(token, kind)
-            if kind in (_NORMAL, _USER_DEFINED) and token.startswith(SPACE_SYMBOL) and not blank[i]:
-                first_sp_from_ids[i] = detok.piece_id(token[len(SPACE_SYMBOL):], fallback=sp_from_ids[i])
-        self._separator = detok.add_separator()
-        self._separator_id = detok.piece_id(chr(self._separator))
+        tables = detokenization_tables(pieces, types, self._vocab)
+        special, blank, sp_from_ids, first_sp_from_ids, self._separator, self._separator_id, appended = tables
         self._ids_from_sp = tf.constant(ids_from_sp, tf.int32)
         self._sp_from_ids = tf.constant(sp_from_ids, tf.int32)
         self._first_sp_from_ids = tf.constant(first_sp_from_ids, tf.int32)
         self._special_ids = tf.constant(special.astype(np.int32))
         self._blank_ids = tf.constant(blank.astype(np.int32))
 
-        not_fast = _reasons_against_fast(self._model_proto, types, model_type)
+        not_fast = reasons_against_fast(self._model_proto, types, model_type)
         if engine == "fast" and not_fast:
             raise ValueError(f"engine='fast' cannot run this model: it {' and '.join(not_fast)} (use engine='standard' "
                              "or 'auto')")
         self.engine = ("standard" if not_fast else "fast") if engine == "auto" else engine
-        detok_proto = self._model_proto + detok.appended_fields()
+        detok_proto = self._model_proto + appended
         if self.engine == "fast":
             self._sp = tf_text.FastSentencepieceTokenizer(self._model_proto)
             self._detokenizer = tf_text.FastSentencepieceTokenizer(detok_proto)
@@ -379,7 +338,7 @@ class SentencePieceTokenizer(tf.Module):
         for path in (spm_path, vocab_path):
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path}: not found")
-        original_vocab = _read_vocab_json(vocab_path)
+        original_vocab = read_vocab_json(vocab_path)
         with open(spm_path, "rb") as f:
             model_proto = f.read()
         return cls._build(model_proto, original_vocab, spm_path, vocab_path, pad_token=pad_token,
@@ -389,7 +348,7 @@ class SentencePieceTokenizer(tf.Module):
     def _build(cls, model_proto, original_vocab, spm_path, vocab_path, **kwargs):
         """The constructor, with errors that name the file they come from."""
         try:
-            _read_model(model_proto)
+            read_model(model_proto)
         except ValueError as error:
             raise ValueError(f"{spm_path}: expected a SentencePiece model ({error})") from None
         missing = [kwargs[name] for name in ("pad_token", "unk_token", "eos_token")
@@ -445,7 +404,7 @@ class SentencePieceTokenizer(tf.Module):
             if not os.path.exists(path):
                 raise FileNotFoundError(
                     f"{path}: not found; expected a tokenizer saved by SentencePieceTokenizer.save")
-        config = _read_json(config_path, "a JSON object")
+        config = read_json(config_path, "a JSON object")
         if not isinstance(config, dict):
             raise ValueError(f"{config_path}:1: expected a JSON object")
         if config.get("format") != _FORMAT:
@@ -458,7 +417,7 @@ class SentencePieceTokenizer(tf.Module):
                 raise ValueError(f"{config_path}:1: expected a string {key!r}")
         if config["engine"] not in ENGINES:
             raise ValueError(f"{config_path}:1: expected an \"engine\" in {ENGINES}, got {config['engine']!r}")
-        original_vocab = _read_vocab_json(vocab_path)
+        original_vocab = read_vocab_json(vocab_path)
         if len(original_vocab) != config["original_vocab_size"]:
             raise ValueError(f"{vocab_path}: expected {config['original_vocab_size']} tokens as {config_path} says, "
                              f"found {len(original_vocab)}")
@@ -486,192 +445,3 @@ def _resource_name(model_proto):
 def _is_language_code(token):
     """Whether `token` can be the code `MarianTokenizer` cuts off: `>>`, then anything, then the first `<<`."""
     return token.startswith(">>") and token.find("<<") == len(token) - 2 >= 2
-
-
-def _surface_is_blank(piece, kind):
-    """Whether a piece comes out as nothing or only whitespace when detokenized."""
-    if kind == _CONTROL:
-        return True
-    if kind == _UNKNOWN:
-        return False  # SentencePiece writes " \u2047 "
-    if kind == _BYTE:
-        value = int(piece[3:-1], 16)
-        return value < 0x80 and chr(value).isspace()
-    return not piece.replace(SPACE_SYMBOL, " ").strip()
-
-
-def _read_json(path, expected):
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{path}:{line}: expected UTF-8 JSON ({expected}), found the byte "
-                         f"0x{data[error.start]:02x} (damaged?)") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}:{error.lineno}: expected JSON ({expected}): {error.msg}") from None
-
-
-def _read_vocab_json(path):
-    vocab = _read_json(path, "an object of token -> id")
-    if not isinstance(vocab, dict):
-        raise ValueError(f"{path}:1: expected a JSON object of token -> id, found a {type(vocab).__name__}")
-    try:
-        _vocab_in_id_order(vocab)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
-    return vocab
-
-
-def _vocab_in_id_order(vocab):
-    """The tokens of a token -> id mapping, by id; the ids must be `0 .. len - 1`, each once."""
-    tokens = [None] * len(vocab)
-    for token, i in vocab.items():
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(vocab):
-            raise ValueError(f"expected token ids 0 .. {len(vocab) - 1}, found {token!r}: {i!r}")
-        if tokens[i] is not None:
-            raise ValueError(f"expected each id once, found {i} for {tokens[i]!r} and {token!r}")
-        tokens[i] = token
-    return tokens
-
-
-def _read_varint(data, pos):
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated data")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("malformed varint")
-
-
-def _proto_fields(data):
-    """Yields `(field_number, value)` of a serialized protobuf message (varints as int, others as bytes)."""
-    pos = 0
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        field, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire_type in (1, 5):
-            size = 8 if wire_type == 1 else 4
-            value, pos = data[pos:pos + size], pos + size
-        elif wire_type == 2:
-            size, pos = _read_varint(data, pos)
-            value, pos = data[pos:pos + size], pos + size
-        else:
-            raise ValueError(f"unexpected protobuf wire type {wire_type}")
-        if pos > len(data) or field == 0:
-            raise ValueError("truncated or malformed data")
-        yield field, value
-
-
-def _read_model(model_proto):
-    """`(pieces, types, model_type)` of a serialized SentencePiece `ModelProto`, read from the wire format (so
-    neither the `sentencepiece` package nor protobuf classes are needed)."""
-    pieces, types, model_type = [], [], _UNIGRAM
-    for field, value in _proto_fields(model_proto):
-        if field == 1 and isinstance(value, bytes):  # repeated SentencePiece pieces
-            piece, kind = None, _NORMAL
-            for sub_field, sub_value in _proto_fields(value):
-                if sub_field == 1 and isinstance(sub_value, bytes):
-                    try:
-                        piece = sub_value.decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise ValueError(f"piece {len(pieces)} is not UTF-8") from None
-                elif sub_field == 3 and isinstance(sub_value, int):
-                    kind = sub_value
-            if piece is None:
-                raise ValueError(f"piece {len(pieces)} has no string")
-            pieces.append(piece)
-            types.append(kind)
-        elif field == 2 and isinstance(value, bytes):  # TrainerSpec
-            for sub_field, sub_value in _proto_fields(value):
-                if sub_field == 3 and isinstance(sub_value, int):
-                    model_type = sub_value
-    if not pieces:
-        raise ValueError("no pieces")
-    return pieces, types, model_type
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-class _DetokenizerModel:
-    """The pieces of a copy of a SentencePiece model that pieces are added to (as user-defined pieces)."""
-
-    def __init__(self, pieces, types):
-        self.original_size = len(pieces)
-        self.pieces, self.types = list(pieces), list(types)
-        self.index = {}
-        for i, piece in enumerate(pieces):
-            self.index.setdefault(piece, i)
-
-    def piece_id(self, piece, fallback=None):
-        """The id of `piece`, added when the model lacks it. An existing piece of another type than normal or
-        user-defined (a control piece comes out as nothing) gives `fallback` when that is not `None`."""
-        i = self.index.get(piece)
-        if i is None:
-            i = self.index[piece] = len(self.pieces)
-            self.pieces.append(piece)
-            self.types.append(_USER_DEFINED)
-        elif fallback is not None and self.types[i] not in (_NORMAL, _USER_DEFINED):
-            return fallback
-        return i
-
-    def add_separator(self):
-        """A byte below 0x20 that no piece holds (nor makes, as a byte piece); added as a piece of its own."""
-        used = set("".join(self.pieces))
-        for value in range(1, 0x20):
-            if chr(value) not in used and f"<0x{value:02X}>" not in self.index:
-                self.piece_id(chr(value))
-                return value
-        raise ValueError("every control character from 0x01 to 0x1f is in a piece; none is free as a separator")
-
-    def appended_fields(self):
-        """The serialized `ModelProto.pieces` entries of the added pieces: appended to the serialized model they
-        extend its list of pieces."""
-        return b"".join(_piece_field(piece) for piece in self.pieces[self.original_size:])
-
-
-def _reasons_against_fast(model_proto, types, model_type):
-    """Why `FastSentencepieceTokenizer` cannot run a model like `sentencepiece` (an empty list when it can): it
-    runs unigram models only, keeps normal, unknown and control pieces only (it fails on byte and unused ones and
-    scores user-defined ones like normal pieces, where SentencePiece matches them first), and ignores
-    `treat_whitespace_as_suffix` and a denormalizer."""
-    reasons = []
-    if model_type != _UNIGRAM:
-        reasons.append(f"is a {_MODEL_TYPES.get(model_type, f'type {model_type}')} model, not unigram")
-    for kind, name in ((_BYTE, "byte (byte fallback)"), (_UNUSED, "unused"), (_USER_DEFINED, "user-defined")):
-        if kind in types:
-            reasons.append(f"has {name} pieces")
-    for field, value in _proto_fields(model_proto):
-        if field == 2 and isinstance(value, bytes):  # TrainerSpec
-            if any(sub_field == 24 and sub_value for sub_field, sub_value in _proto_fields(value)):
-                reasons.append("treats whitespace as a suffix")
-        elif field == 5 and isinstance(value, bytes) and value:  # denormalizer_spec
-            if any(sub_field in (2, 6) and sub_value for sub_field, sub_value in _proto_fields(value)):
-                reasons.append("has a denormalizer")
-    return reasons
-
-
-def _piece_field(piece):
-    """A serialized `ModelProto.pieces` entry: a user-defined piece (appended to a model, it extends the list)."""
-    text = piece.encode("utf-8")
-    message = b"\x0a" + _varint(len(text)) + text + b"\x15" + struct.pack("<f", 0.0) + b"\x18" + _varint(_USER_DEFINED)
-    return b"\x0a" + _varint(len(message)) + message

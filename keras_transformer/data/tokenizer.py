@@ -167,8 +167,7 @@ class SubwordTokenizer(tf.Module):
         return 3
 
     @property
-    def source_start_id(self):
-        """The id that starts a packed source (`[START]`; `None` for a tokenizer whose sources have none)."""
+    def source_start_id(self):  # what starts a packed source (`None` for tokenizers whose sources have no start)
         return self.start_id
 
     @property

@@ -188,10 +188,10 @@ def test_a_vocabulary_that_has_the_start_token_is_an_error_naming_the_file(maria
 
 
 def test_model_reader_agrees_with_sentencepiece(marian_files):
-    from keras_transformer.data.sentencepiece_tokenizer import _read_model
+    from keras_transformer.data.sentencepiece_model import read_model
 
     model = (marian_files / "target.spm").read_bytes()
-    pieces, types, model_type = _read_model(model)
+    pieces, types, model_type = read_model(model)
     processor = spm.SentencePieceProcessor(model_proto=model)
     assert pieces == [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
     for kind, is_kind in ((2, processor.is_unknown), (3, processor.is_control)):
