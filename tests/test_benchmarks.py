@@ -211,3 +211,26 @@ def test_keras_hub_baseline_trains_within_its_budget_and_scores_val_and_test(tmp
     assert results["epochs"] == 2 and len(results["scores"]) == 4
     assert results["scores"][0]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert len(open(tmp_path / "run" / "test2016.greedy.en").read().splitlines()) == len(heldout)
+
+
+@pytest.mark.slow
+def test_pretrained_benchmark_times_an_imported_marian_model_in_each_engine(tmp_path):
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    out = run_script("pretrained.py", "--layers", "1", "--d-model", "32", "--heads", "2", "--ffn", "64", "--vocab",
+                     "300", "--sentences", "4", "--max-new-tokens", "8", "--repeats", "1",
+                     "--json", str(tmp_path / "pretrained.json"), tmpdir=tmp_path)
+    assert not list(tmp_path.glob("kt-pretrained-*")), "the checkpoint and exports were left in TMPDIR"
+    for engine in ("ours (SavedModel, XLA)", "transformers (torch)", "CTranslate2 fp32"):
+        for batch in (1, 8):
+            for decoding in ("greedy", "beam 4"):
+                assert re.search(rf"{re.escape(engine)}\s+\|\s+{batch}\s+\|\s+{decoding}\s+\|\s+[\d.]+\s+\|\s+"
+                                 r"[\d.]+\s+\|\s+[\d.]+x\s+\|\s+[\d.]+", out), (engine, batch, decoding, out)
+    assert re.search(r"^CPU: .+; 2 threads per engine", out, flags=re.M), out
+    assert "vocabulary 300," in out
+    assert len(re.findall(r"^  (PASS|FAIL)  ours ", out, flags=re.M)) == 6, out
+    # A tiny random model still translates the same in all three engines (greedy; beam search too here).
+    assert re.search(r"batch 1, greedy\s*: ours 4/4, CTranslate2 4/4, all three 4/4", out), out
+    results = json.load(open(tmp_path / "pretrained.json"))
+    assert len(results["rows"]) == 12 and all(r["tokens_per_sentence"] <= 8 for r in results["rows"])
