@@ -211,7 +211,8 @@ class CTranslate2Translator:
         results = self.translator.translate_batch(
             sources, beam_size=beam_size, max_batch_size=batch_size, max_decoding_length=max_length or self.max_length,
             suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
-            length_penalty=0.6 if beam_size > 1 else 1.0)
+            length_penalty=0.6 if beam_size > 1 else 1.0,
+            min_decoding_length=0)  # CTranslate2's default (1) never lets a translation end at its first token
         width = max(1, max(len(r.hypotheses[0]) for r in results))
         ids = np.zeros((len(results), width), dtype="int32")
         for row, result in enumerate(results):

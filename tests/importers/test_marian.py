@@ -103,11 +103,8 @@ def test_exports_translate_like_the_python_translator(imported, tmp_path, texts)
                        max_length=64, verbose=0)
     export_ctranslate2(imported, str(tmp_path / "ct2"), verbose=0)
     assert SavedModelTranslator(paths["saved_model"]).translate(texts) == expected
-    # CTranslate2 never ends a translation at its first token: where ours is empty (the model's first choice is
-    # </s>), it goes on with its second choice. Everything else is the same.
-    ct2 = CTranslate2Translator(str(tmp_path / "ct2")).translate(texts, max_length=64)
-    assert [c for c, e in zip(ct2, expected) if e] == [e for e in expected if e]
-    assert all(c for c in ct2) and sum(1 for e in expected if e) >= 80
+    assert CTranslate2Translator(str(tmp_path / "ct2")).translate(texts, max_length=64) == expected
+    assert 0 < expected.count("") < 20  # some translations end at their first token, in every engine
     tflite = TFLiteTranslator(paths["tflite"])
     assert [tflite.translate([text])[0] for text in texts[:20]] == expected[:20]
 
