@@ -3,6 +3,7 @@
 import argparse
 import os
 
+from keras_transformer.cli.settings import add_length_penalty_rule_flag
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
@@ -39,7 +40,7 @@ def cmd_export(args):
             return 0
     export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
                max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
-               overwrite=args.overwrite, jit_compile=args.jit_compile)
+               overwrite=args.overwrite, jit_compile=args.jit_compile, length_penalty_rule=args.length_penalty_rule)
     return 0
 
 
@@ -64,7 +65,9 @@ def register(sub, common):
                    help="TFLite weights in float16 (half the weight bytes) or int8 (dynamic range)")
     p.add_argument("--beam-size", type=positive_int, default=1, help="decoding of the serving signature")
     p.add_argument("--length-penalty", type=length_penalty, default=None,
-                   help="GNMT's alpha for beam search (default: the run's choice from `tune`, else 0.6)")
+                   help="alpha, the length penalty's exponent for beam search (default: the run's choice from `tune`, "
+                        "else 0.6)")
+    add_length_penalty_rule_flag(p, "the run's choice from `tune`, else gnmt")
     p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
     p.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
                    help="the SavedModel decodes in one XLA program (default: 3-4x faster on CPU; TF Serving needs "

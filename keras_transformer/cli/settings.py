@@ -105,6 +105,18 @@ def positive_int(text):
     return value
 
 
+# `keras_transformer.decoding.beam_search.LENGTH_PENALTY_RULES`, named here so that parsing imports no Keras.
+LENGTH_PENALTY_RULES = ("gnmt", "transformers")
+
+
+def add_length_penalty_rule_flag(parser, default):
+    """`--length-penalty-rule {gnmt,transformers}` (default `None`: `default` says what that means)."""
+    parser.add_argument("--length-penalty-rule", choices=LENGTH_PENALTY_RULES, default=None,
+                        help="how beam search applies the length penalty: GNMT's ((5 + length) / 6) ** alpha, or "
+                             "transformers' length ** alpha with its stopping rule (imported Marian checkpoints "
+                             f"then decode as transformers' generate does; default: {default})")
+
+
 def length_penalty(text):
     """argparse type: a number in [0, 10] (GNMT's alpha)."""
     try:

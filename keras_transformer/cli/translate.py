@@ -3,6 +3,7 @@
 import os
 import sys
 
+from keras_transformer.cli.settings import add_length_penalty_rule_flag
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
 from keras_transformer.cli.settings import read_stdin_lines
@@ -37,8 +38,8 @@ def _load_run_translator(path):
 
 
 def _decoding_arguments(args, translator, decoding):
-    """`translate()` keywords from `--beam-size`/`--length-penalty`, else the run's tuned choice (`decoding.json`),
-    else greedy; and the words that describe them."""
+    """`translate()` keywords from `--beam-size`/`--length-penalty`/`--length-penalty-rule`, else the run's tuned
+    choice (`decoding.json`), else greedy; and the words that describe them."""
     from keras_transformer.decoding.samplers import BeamSampler
     from keras_transformer.decoding.translator import Translator
 
@@ -46,20 +47,29 @@ def _decoding_arguments(args, translator, decoding):
     length_penalty = args.length_penalty
     if length_penalty is None and decoding is not None and beam_size > 1:
         length_penalty = decoding.length_penalty
+    rule = args.length_penalty_rule
+    if rule is None and decoding is not None and beam_size > 1:
+        rule = decoding.length_penalty_rule
     kwargs = {"beam_size": beam_size}
-    if length_penalty is not None:
+    for flag, name, value in (("--length-penalty", "length_penalty", length_penalty),
+                              ("--length-penalty-rule", "length_penalty_rule", rule)):
+        if value is None:
+            continue
         if not isinstance(translator, Translator):
-            raise ValueError(f"--length-penalty applies to run directories; {args.model} decodes with the length "
-                             "penalty it was exported with (export --length-penalty)")
-        kwargs["length_penalty"] = length_penalty
+            raise ValueError(f"{flag} applies to run directories; {args.model} decodes with the "
+                             f"{name.replace('_', ' ')} it was exported with (export {flag})")
+        kwargs[name] = value
     if beam_size == 1:
         words = "greedy"
     elif isinstance(translator, Translator):
         alpha = length_penalty if length_penalty is not None else BeamSampler().length_penalty
         words = f"beam {beam_size}, length penalty {alpha:g}"
+        if rule not in (None, BeamSampler().length_penalty_rule):
+            words += f" ({rule} rule)"
     else:
         words = f"beam {beam_size}"
-    if decoding is not None and args.beam_size is None and args.length_penalty is None:
+    flags = (args.beam_size, args.length_penalty, args.length_penalty_rule)
+    if decoding is not None and all(flag is None for flag in flags):
         words += f" (decoding.json: {decoding.describe()})"
     return kwargs, words
 
@@ -118,6 +128,7 @@ def cmd_evaluate(args):
             "model": args.model, "src": args.src, "ref": args.ref, "sentences": len(hypotheses),
             "decoding": decoding_words, "beam_size": decoding_kwargs["beam_size"],
             "length_penalty": decoding_kwargs.get("length_penalty"),
+            "length_penalty_rule": decoding_kwargs.get("length_penalty_rule"),
             "bleu": round(bleu.score, 4), "bleu_lowercased": round(bleu_lc.score, 4), "chrf": round(chrf.score, 4),
             "bleu_detail": str(bleu), "signatures": signatures})
     return 0
@@ -125,6 +136,7 @@ def cmd_evaluate(args):
 
 def cmd_tune(args):
     from keras_transformer.data.corpus import read_parallel_corpus
+    from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
     from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES, search_decoding
     from keras_transformer.runs.layout import DECODING_FILE
     from keras_transformer.runs.run import write_decoding_settings
@@ -135,13 +147,17 @@ def cmd_tune(args):
     corpus = read_parallel_corpus(args.src, args.ref)
     if not len(corpus):
         raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
-    translator, _ = _load_run_translator(args.run_dir)
+    translator, decoding = _load_run_translator(args.run_dir)
     progress = 1 if sys.stdout.isatty() else 0
     alphas = args.length_penalties or DEFAULT_LENGTH_PENALTIES
+    rule = args.length_penalty_rule or (decoding.length_penalty_rule if decoding is not None
+                                        else DEFAULT_LENGTH_PENALTY_RULE)
 
     def translate(sources, beam_size, length_penalty):
+        beam = beam_size > 1
         return translator.translate(sources, beam_size=beam_size, batch_size=args.batch_size, verbose=progress,
-                                    length_penalty=length_penalty if beam_size > 1 else None)
+                                    length_penalty=length_penalty if beam else None,
+                                    length_penalty_rule=rule if beam else None)
 
     def show(row):
         print(f"beam {row['beam_size']}, length penalty {row['length_penalty']:g}: BLEU {row['bleu']:.2f}, "
@@ -149,10 +165,10 @@ def cmd_tune(args):
 
     tuned_on = f"{os.path.basename(args.src)} / {os.path.basename(args.ref)}"
     print(f"Choosing the decoding of {args.run_dir} on {len(corpus)} pairs of {tuned_on}: beam sizes "
-          f"{' '.join(map(str, args.beam_sizes))} x length penalties {' '.join(f'{a:g}' for a in alphas)}",
-          flush=True)
+          f"{' '.join(map(str, args.beam_sizes))} x length penalties {' '.join(f'{a:g}' for a in alphas)}"
+          + ("" if rule == DEFAULT_LENGTH_PENALTY_RULE else f" ({rule} rule)"), flush=True)
     search = search_decoding(translate, corpus.sources, corpus.targets, beam_sizes=args.beam_sizes,
-                             length_penalties=alphas, tuned_on=tuned_on, on_row=show)
+                             length_penalties=alphas, tuned_on=tuned_on, on_row=show, length_penalty_rule=rule)
     print(search.table())
     path = write_decoding_settings(args.run_dir, search.best, overwrite=args.overwrite)
     print(f"wrote {path}: translate, evaluate and export of this run now decode with {search.best.describe()}")
@@ -175,7 +191,9 @@ def register(sub, common):
         p.add_argument("--beam-size", type=positive_int, default=None,
                        help="1 = greedy; the paper uses 4 (default: the run's choice from `tune`, else 1)")
         p.add_argument("--length-penalty", type=length_penalty, default=None,
-                       help="GNMT's alpha for beam search (default: the run's choice from `tune`, else 0.6)")
+                       help="alpha, the length penalty's exponent for beam search (default: the run's choice "
+                            "from `tune`, else 0.6)")
+        add_length_penalty_rule_flag(p, "the run's choice from `tune`, else gnmt")
         p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
         p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
 
@@ -211,7 +229,8 @@ def register(sub, common):
     p.add_argument("--beam-sizes", type=positive_int, nargs="+", default=[4], metavar="N",
                    help="beam sizes to try (default 4)")
     p.add_argument("--length-penalties", type=length_penalty, nargs="+", metavar="ALPHA",
-                   default=None, help="GNMT alphas to try (default 0 0.2 0.4 0.6 0.8 1 1.2 1.5 2)")
+                   default=None, help="length-penalty alphas to try (default 0 0.2 0.4 0.6 0.8 1 1.2 1.5 2)")
+    add_length_penalty_rule_flag(p, "the rule of RUN_DIR/decoding.json, else gnmt; the choice keeps it")
     p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
     p.add_argument("--overwrite", action="store_true", help="replace the run's decoding.json")
     p.set_defaults(func=cmd_tune)

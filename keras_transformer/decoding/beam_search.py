@@ -1,4 +1,4 @@
-"""Beam search with the GNMT length penalty, key/value caches and static shapes."""
+"""Beam search with a length penalty (GNMT's, or transformers' rule), key/value caches and static shapes."""
 
 from keras import ops
 
@@ -6,6 +6,10 @@ from keras_transformer.decoding import primitives
 
 # GNMT's alpha as the paper's beam search uses it; `keras-transformer tune` chooses a run's own on held-out data.
 DEFAULT_LENGTH_PENALTY = 0.6
+# How finished hypotheses are scored and when a row stops (see `beam_search`): GNMT's rule, or the one of
+# transformers' `generate(num_beams=...)` (what imported Marian checkpoints decode with there).
+LENGTH_PENALTY_RULES = ("gnmt", "transformers")
+DEFAULT_LENGTH_PENALTY_RULE = "gnmt"
 
 
 def gnmt_length_penalty(length, alpha):
@@ -32,8 +36,54 @@ def gnmt_length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
+def check_length_penalty_rule(rule):
+    """`rule` if it is one of `LENGTH_PENALTY_RULES`, else a `ValueError` naming them."""
+    if not isinstance(rule, str) or rule not in LENGTH_PENALTY_RULES:
+        raise ValueError(f"`length_penalty_rule` must be one of {', '.join(map(repr, LENGTH_PENALTY_RULES))}; "
+                         f"got {rule!r}.")
+    return rule
+
+
+def length_penalty_divisor(length, alpha, rule="gnmt"):
+    """What a finished hypothesis's summed log-probability is divided by, float32 shaped like `length`.
+
+    `"gnmt"`: `((5 + length) / 6) ** alpha` (`gnmt_length_penalty`); `"transformers"`: `length ** alpha`, as
+    transformers' beam search (its `length_penalty` is this `alpha`). `length` counts the end token.
+
+    Example:
+
+    >>> float(length_penalty_divisor(4, 1.0, "transformers")), float(length_penalty_divisor(4, 0.0))
+    (4.0, 1.0)
+    """
+    if check_length_penalty_rule(rule) == "transformers":
+        return ops.power(ops.cast(length, "float32"), alpha)
+    return gnmt_length_penalty(length, alpha)
+
+
+def log_prob_biases(vocab_size, start_id, rule="gnmt"):
+    """`(before, after)`: the float32 `[vocab]` biases of `next_token_log_probs` (`after` is `None` for `"gnmt"`)."""
+    banned = primitives.padding_bias(vocab_size, start_id)
+    if check_length_penalty_rule(rule) == "gnmt":
+        return banned, None
+    return primitives.padding_bias(vocab_size), banned
+
+
+def next_token_log_probs(logits, start_id, rule="gnmt"):
+    """Float32 log-probabilities `[..., vocab]` of the next token; id 0 (padding) and `start_id` are never generated.
+
+    `"gnmt"`: both are removed from the softmax (the others renormalized). `"transformers"`: id 0 is removed, the
+    softmax runs over every other id, `start_id` included, and `start_id` is then banned (`primitives.NEG` added)
+    without renormalizing, as transformers' `bad_words_ids` bans Marian's pad token (whose logit an imported Marian
+    model carries at `start_id`; its id 0 is an extra row).
+    """
+    before, after = log_prob_biases(int(logits.shape[-1]), start_id, rule)
+    log_probs = ops.log_softmax(ops.cast(logits, "float32") + before, axis=-1)
+    return log_probs if after is None else log_probs + after
+
+
 def beam_search_with_parts(
-    parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True
+    parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True,
+    length_penalty_rule="gnmt",
 ):
     """Beam search at full width: `(tokens, scores)`, int32 `[B, max_length]` and float32 `[B]`.
 
@@ -44,12 +94,15 @@ def beam_search_with_parts(
     parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
     beam_size = primitives.check_positive_int("beam_size", beam_size)
     length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
     return _beam_search_alpha_input(
-        parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early
+        parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early,
+        length_penalty_rule,
     )
 
 
-def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early):
+def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
+                 rule):
     k = beam_size
     parts = parts.with_loop_invariants()
     vocab = parts.vocab_size
@@ -60,14 +113,14 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     padding_mask = ops.repeat(padding_mask, k, axis=0)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
-    bias = primitives.padding_bias(vocab, start_id)
+    bias, bias_after = log_prob_biases(vocab, start_id, rule)
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
     # alpha per row, [B, 1]: a Python float, a scalar or a [B] tensor (the compiled path passes it as an input, so
     # one compiled loop serves every alpha `keras-transformer tune` tries).
     alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((batch_size,), dtype="float32"), (-1, 1))
-    longest_penalty = gnmt_length_penalty(max_length, alpha)[:, 0]
+    longest_penalty = gnmt_length_penalty(max_length, alpha)[:, 0] if rule == "gnmt" else None
 
     def gather_rows(sequences, index, width):
         """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
@@ -85,6 +138,8 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
             ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
         )
         log_probs = ops.log_softmax(logits[:, 0] + bias, axis=-1)  # [B*k, V]
+        if bias_after is not None:
+            log_probs = log_probs + bias_after
         totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
         # 2k candidates: even if k of them end here, k can stay alive.
         top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
@@ -100,7 +155,8 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
         new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
         new_flag = ops.logical_and(new_flag, ops.greater(top_logp, primitives.NEG / 2))
-        new_score = ops.where(new_flag, top_logp / gnmt_length_penalty(step + 1, alpha), primitives.NEG)
+        penalty = length_penalty_divisor(step + 1, alpha, rule)  # [B, 1]
+        new_score = ops.where(new_flag, top_logp / penalty, primitives.NEG)
         fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
         keep = ops.cast(keep, "int32")
         fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
@@ -114,10 +170,17 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + row_index * k, (-1,))
         caches = [ops.take(cache, parents, axis=0) for cache in caches]  # one gather per layer
 
-        # A row is done when k hypotheses have ended, or when its best finished score beats
-        # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
-        unbeatable = ops.logical_and(fin_flag[:, 0], fin_score[:, 0] >= alive_logp[:, 0] / longest_penalty)
-        done = ops.logical_or(done, ops.logical_or(ops.all(fin_flag, axis=1), unbeatable))
+        full = ops.all(fin_flag, axis=1)
+        if rule == "gnmt":
+            # A row is done when k hypotheses have ended, or when its best finished score beats
+            # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
+            unbeatable = ops.logical_and(fin_flag[:, 0], fin_score[:, 0] >= alive_logp[:, 0] / longest_penalty)
+            done = ops.logical_or(done, ops.logical_or(full, unbeatable))
+        else:
+            # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
+            # beam, scored at its present length, does not beat the worst of them.
+            settled = ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, k - 1])
+            done = ops.logical_or(done, ops.logical_and(full, settled))
         return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
 
     first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, primitives.NEG)
@@ -138,11 +201,12 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
-                             stop_early):
+                             stop_early, length_penalty_rule="gnmt"):
     """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
     with primitives.weights_read_once(parts):
         return _beam_search(
-            parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early
+            parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
+            length_penalty_rule,
         )
 
 
@@ -157,19 +221,32 @@ def beam_search(
     return_scores=False,
     stop_early=True,
     jit_compile=False,
+    length_penalty_rule="gnmt",
 ):
-    """Beam search with the GNMT length penalty and key/value caches; the best hypothesis per row.
+    """Beam search with a length penalty and key/value caches; the best hypothesis per row.
 
     Each source row keeps `beam_size` alive hypotheses. A step scores every continuation of every
     alive beam (one decoder position per beam, cached keys/values), takes the `2 * beam_size`
     best, moves those among the `beam_size` best that produce `end_id` to the row's finished
     hypotheses, and keeps the `beam_size` best others alive (the self-attention caches are
-    reordered with one gather per layer). Finished hypotheses score
-    `log_prob / ((5 + length) / 6) ** length_penalty` (`length` counts `end_id`); the best `beam_size` are
-    kept. At `max_length` every alive beam counts as finished. A row is done once `beam_size`
-    hypotheses have finished, or once its best finished score beats the best any alive beam can
-    still reach. With `beam_size=1` this is exactly greedy decoding. Id 0 (padding) and
-    `start_id` are never generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
+    reordered with one gather per layer). At `max_length` every alive beam counts as finished.
+    `length_penalty_rule` says how finished hypotheses score and when a row is done:
+
+    - `"gnmt"` (GNMT's rule): a hypothesis scores `log_prob / ((5 + length) / 6) ** length_penalty`
+      (`length` counts `end_id`); the next-token distribution leaves out id 0 and `start_id`. A row is done
+      once `beam_size` hypotheses have finished, or once its best finished score beats the best any alive
+      beam can still reach.
+    - `"transformers"` (the rule of transformers' `generate(num_beams=...)` with its default
+      `early_stopping=False`, token for token on imported Marian checkpoints): a hypothesis scores
+      `log_prob / length ** length_penalty`; the softmax leaves out id 0 but includes `start_id`, which is then
+      banned without renormalizing (`next_token_log_probs`). A row is done once `beam_size` hypotheses have
+      finished and the best alive beam's log-probability divided by (tokens so far) `** length_penalty` is no
+      better than the worst of them; after that it takes no more.
+
+    The best `beam_size` finished hypotheses are kept. With `beam_size=1`, GNMT's rule is exactly greedy decoding
+    (transformers' only with `length_penalty=0`: otherwise its one alive beam may go on to beat the hypothesis
+    that ended; `generate(num_beams=1)` decodes greedily instead). Id 0 (padding) and `start_id` are never
+    generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
 
     Args:
         model: a model from `build_transformer` (or loaded back from `.keras`), or its
@@ -179,7 +256,8 @@ def beam_search(
         start_id: Python int. The first decoder input.
         end_id: Python int. The id that ends a hypothesis.
         beam_size: Python int >= 1.
-        length_penalty: float >= 0, GNMT's alpha; 0 ranks by summed log-probability.
+        length_penalty: float >= 0, the exponent of the length penalty (GNMT's alpha, or transformers'
+            `length_penalty`); 0 ranks by summed log-probability.
         return_scores: bool. Also return each row's best score.
         stop_early: bool. End the loop once every row is done (checked in the loop
             condition); `False` runs `max_length` steps with the same results.
@@ -187,6 +265,7 @@ def beam_search(
             on JAX), built once per model and settings and cached (the length penalty is an input
             of that function, so trying many alphas compiles once). The plain call runs eagerly;
             inside your own `tf.function`/`jax.jit`, leave this `False`.
+        length_penalty_rule: `"gnmt"` (default) or `"transformers"`, see above.
 
     Returns:
         int32 `[batch, L]`, `L <= max_length`: each row's best hypothesis, the tokens after
@@ -208,14 +287,17 @@ def beam_search(
 
     References:
         - [Wu et al., 2016](https://arxiv.org/abs/1609.08144), section 7 (length penalty).
+        - transformers' [beam search](https://huggingface.co/docs/transformers/generation_strategies)
+          (`"transformers"`).
     """
     parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
     beam_size = primitives.check_positive_int("beam_size", beam_size)
     length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
     encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
     settings = dict(
         max_length=max_length, start_id=start_id, end_id=end_id, beam_size=beam_size,
-        length_penalty=length_penalty, stop_early=stop_early,
+        length_penalty=length_penalty, stop_early=stop_early, length_penalty_rule=length_penalty_rule,
     )
     if jit_compile:
         from keras_transformer.decoding import compiled

@@ -6,7 +6,8 @@ returns the same thing: int32 token ids `[batch, length]`, the tokens after `sta
 config dict (`{"class_name": "BeamSampler", "config": {"num_beams": 4}}`) or an object:
 
 * `GreedySampler()`: the most likely token at each step.
-* `BeamSampler(num_beams=4, length_penalty=0.6)`: beam search with the GNMT length penalty (the paper's decoding).
+* `BeamSampler(num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt")`: beam search with the GNMT length
+  penalty (the paper's decoding), or transformers' rule (`length_penalty_rule="transformers"`).
 * `TopKSampler(k=5, temperature=1.0, seed=None)`: draws among the k most likely tokens.
 * `TopPSampler(p=0.9, k=None, temperature=1.0, seed=None)`: nucleus sampling.
 * `RandomSampler(temperature=1.0, seed=None)`: draws from the whole distribution.
@@ -22,10 +23,11 @@ Example:
 >>> [generate(model, sources, 6, start_id=2, end_id=3, sampler=s).shape[0] for s in ("greedy", "beam", "top_k")]
 [1, 1, 1]
 >>> get_sampler({"class_name": "BeamSampler", "config": {"num_beams": 2}}).get_config()
-{'num_beams': 2, 'length_penalty': 0.6}
+{'num_beams': 2, 'length_penalty': 0.6, 'length_penalty_rule': 'gnmt'}
 """
 
 from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.beam_search import check_length_penalty_rule
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.sampling import sample_decode
 
@@ -56,23 +58,29 @@ class GreedySampler(Sampler):
 
 
 class BeamSampler(Sampler):
-    """Beam search with the GNMT length penalty (`beam_search`); the best hypothesis per row.
+    """Beam search with a length penalty (`beam_search`); the best hypothesis per row.
 
     Args:
         num_beams: hypotheses kept alive per row (the paper uses 4).
-        length_penalty: GNMT's alpha (0.6 in the paper).
+        length_penalty: the length penalty's exponent: GNMT's alpha (0.6 in the paper), or transformers'
+            `length_penalty` (1.0 there) with `length_penalty_rule="transformers"`.
+        length_penalty_rule: `"gnmt"` or `"transformers"` (transformers' beam search, e.g. for imported Marian
+            checkpoints); see `beam_search`.
     """
 
-    def __init__(self, num_beams=4, length_penalty=0.6):
+    def __init__(self, num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt"):
         self.num_beams = num_beams
         self.length_penalty = length_penalty
+        self.length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
 
     def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
         return beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=self.num_beams,
-                           length_penalty=self.length_penalty, jit_compile=jit_compile)
+                           length_penalty=self.length_penalty, jit_compile=jit_compile,
+                           length_penalty_rule=self.length_penalty_rule)
 
     def get_config(self):
-        return {"num_beams": self.num_beams, "length_penalty": self.length_penalty}
+        return {"num_beams": self.num_beams, "length_penalty": self.length_penalty,
+                "length_penalty_rule": self.length_penalty_rule}
 
 
 class RandomSampler(Sampler):

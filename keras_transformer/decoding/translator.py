@@ -75,24 +75,27 @@ class Translator:
         self.max_length = max_length or self.parts.max_length
         self.jit_compile = jit_compile
 
-    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None, length_penalty=None):
+    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None, length_penalty=None,
+                      length_penalty_rule=None):
         """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
         return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler,
-                                 length_penalty)
+                                 length_penalty, length_penalty_rule)
 
-    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None):
+    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None, length_penalty_rule=None):
         max_length = max_length or self.max_length
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
         if sampler is None:
             beam = {} if length_penalty is None else {"length_penalty": length_penalty}
+            if length_penalty_rule is not None:
+                beam["length_penalty_rule"] = length_penalty_rule
             sampler = BeamSampler(num_beams=beam_size, **beam) if beam_size > 1 else GreedySampler()
         tokens = generate(self.model, source_ids, max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
         return np.asarray(tokens), source_ids
 
     def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None,
-                  length_penalty=None):
+                  length_penalty=None, length_penalty_rule=None):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
@@ -104,6 +107,9 @@ class Translator:
             sampler: any `keras_transformer.decoding.samplers` sampler (or its name); overrides `beam_size`.
             length_penalty: GNMT's alpha for beam search (`None`: `BeamSampler`'s 0.6; `keras-transformer tune`
                 chooses one on a held-out set).
+            length_penalty_rule: how beam search scores its hypotheses and stops, `"gnmt"` or `"transformers"`
+                (see `beam_search`; `None`: `BeamSampler`'s `"gnmt"`). The command line passes the run's choice
+                (`decoding.json`) when no `--length-penalty-rule` is given, as it does for the length penalty.
         """
         import keras
 
@@ -116,7 +122,8 @@ class Translator:
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
-            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler, length_penalty)
+            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler, length_penalty,
+                                          length_penalty_rule)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")

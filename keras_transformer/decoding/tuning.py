@@ -6,11 +6,15 @@ with sacreBLEU (cased, detokenized, 13a; chrF beside it) and returns every row a
 `translate`, `evaluate` and `export` decode with it by default. `keras-transformer tune` is the command line.
 
 The default grid is GNMT's length-penalty range (Wu et al., 2016, tuned alpha in [0, 1]) extended to 2, with
-the paper's beam 4.
+the paper's beam 4. The length penalty is GNMT's, or transformers' rule (`length_penalty_rule`, see `beam_search`),
+fixed for a search and kept with its choice.
 """
 
 import dataclasses
 import time
+
+from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
+from keras_transformer.decoding.beam_search import check_length_penalty_rule
 
 DEFAULT_LENGTH_PENALTIES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
 DEFAULT_BEAM_SIZES = (4,)
@@ -27,7 +31,9 @@ class DecodingSettings:
     >>> DecodingSettings.from_dict(settings.to_dict()) == settings
     True
     >>> settings.describe()
-    'beam 4, length penalty 1.0 (tuned on val.de.gz / val.en.gz: BLEU 41.20)'
+    'beam 4, length penalty 1 (tuned on val.de.gz / val.en.gz: BLEU 41.20)'
+    >>> DecodingSettings(beam_size=4, length_penalty=1.0, length_penalty_rule="transformers").describe()
+    'beam 4, length penalty 1 (transformers rule)'
     """
 
     beam_size: int
@@ -37,6 +43,7 @@ class DecodingSettings:
     sentences: int | None = None
     tuned_on: str | None = None
     grid: tuple = ()
+    length_penalty_rule: str = DEFAULT_LENGTH_PENALTY_RULE
 
     def to_dict(self):
         values = dataclasses.asdict(self)
@@ -54,10 +61,13 @@ class DecodingSettings:
         settings = cls(**values)
         _check_beam_size(settings.beam_size)
         _check_length_penalty(settings.length_penalty)
+        check_length_penalty_rule(settings.length_penalty_rule)
         return settings
 
     def describe(self):
         text = f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
+        if self.length_penalty_rule != DEFAULT_LENGTH_PENALTY_RULE:
+            text += f" ({self.length_penalty_rule} rule)"
         if self.tuned_on:
             text += f" (tuned on {self.tuned_on}" + (f": BLEU {self.bleu:.2f})" if self.bleu is not None else ")")
         return text
@@ -81,7 +91,8 @@ class DecodingSearch:
 
 
 def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZES,
-                    length_penalties=DEFAULT_LENGTH_PENALTIES, tuned_on=None, on_row=None):
+                    length_penalties=DEFAULT_LENGTH_PENALTIES, tuned_on=None, on_row=None,
+                    length_penalty_rule=DEFAULT_LENGTH_PENALTY_RULE):
     """Scores every (beam size, length penalty) of a grid on held-out pairs; the best by BLEU wins.
 
     Args:
@@ -93,6 +104,8 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
         length_penalties: GNMT alphas to try (floats >= 0).
         tuned_on: a description of the held-out set, kept with the result.
         on_row: called with each row dict as it is measured (progress).
+        length_penalty_rule: the rule `translate` scores hypotheses with (`"gnmt"` or `"transformers"`, see
+            `beam_search`), kept with the result; `translate` applies it.
 
     Returns:
         A `DecodingSearch`. Ties go to the earlier grid point (smaller beam, then the grid's order of alphas).
@@ -115,6 +128,7 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
         raise ValueError(f"search_decoding: {len(sources)} sources but {len(references)} references")
     beam_sizes = [_check_beam_size(b) for b in beam_sizes]
     length_penalties = [_check_length_penalty(a) for a in length_penalties]
+    length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
     if not beam_sizes or not length_penalties:
         raise ValueError("search_decoding needs at least one beam size and one length penalty")
     grid = []
@@ -136,7 +150,7 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
     best = max(rows, key=lambda row: row["bleu"])  # max keeps the first of equal scores
     settings = DecodingSettings(beam_size=best["beam_size"], length_penalty=best["length_penalty"],
                                 bleu=round(best["bleu"], 4), chrf=round(best["chrf"], 4), sentences=len(sources),
-                                tuned_on=tuned_on, grid=tuple(rows))
+                                tuned_on=tuned_on, grid=tuple(rows), length_penalty_rule=length_penalty_rule)
     return DecodingSearch(rows=tuple(rows), best=settings)
 
 

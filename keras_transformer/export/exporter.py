@@ -4,6 +4,7 @@ import os
 
 from keras_transformer.atomic import clean_temporaries
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
+from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
 
 from keras_transformer.export.saved_model import directory_size, export_saved_model
@@ -39,6 +40,7 @@ def export_run(
     verbose=1,
     overwrite=False,
     jit_compile=True,
+    length_penalty_rule=None,
 ):
     """Exports a run directory as a string-to-string SavedModel and, optionally, a TFLite model.
 
@@ -51,6 +53,8 @@ def export_run(
         max_length: most output tokens (fixed at export); default the model's `max_length`.
         length_penalty: GNMT's alpha for beam search and the `scores` output; default the run's tuned one
             (`decoding.json`, from `keras-transformer tune`; an ensemble's own), else 0.6.
+        length_penalty_rule: `"gnmt"` or `"transformers"` (how beam search and `scores` apply the length penalty,
+            see `keras_transformer.decoding.beam_search`); default the run's (`decoding.json`), else `"gnmt"`.
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
         verbose: 0 silent, 1 print what was written.
@@ -86,11 +90,15 @@ def export_run(
     run = load_run_or_ensemble(run_dir)
     if length_penalty is None:
         length_penalty = run.decoding.length_penalty if run.decoding is not None else DEFAULT_LENGTH_PENALTY
+    if length_penalty_rule is None:
+        length_penalty_rule = run.decoding.length_penalty_rule if run.decoding is not None \
+            else DEFAULT_LENGTH_PENALTY_RULE
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
-                                       jit_compile=jit_compile)
+                                       length_penalty_rule=length_penalty_rule, jit_compile=jit_compile)
     if verbose:
         decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
-        decoding += f"; length penalty {length_penalty:g} for beam search" + (
+        rule = "" if length_penalty_rule == DEFAULT_LENGTH_PENALTY_RULE else f" ({length_penalty_rule} rule)"
+        decoding += f"; length penalty {length_penalty:g}{rule} for beam search" + (
             " (decoding.json)" if run.decoding is not None else "")
         what = f"an ensemble of {len(run.members)} runs" if hasattr(run, "members") else "one run"
         print(f"Exporting {run_dir} ({what}): {decoding}, at most {module.get_config()['max_length']} output tokens")

@@ -7,7 +7,10 @@ import tensorflow as tf
 
 from keras_transformer.data.packing import pack_sources
 from keras_transformer.decoding import primitives
-from keras_transformer.decoding.beam_search import beam_search_with_parts, gnmt_length_penalty
+from keras_transformer.decoding.beam_search import beam_search_with_parts
+from keras_transformer.decoding.beam_search import check_length_penalty_rule
+from keras_transformer.decoding.beam_search import length_penalty_divisor
+from keras_transformer.decoding.beam_search import next_token_log_probs
 from keras_transformer.decoding.greedy import decode_token_by_token
 from keras_transformer.models.ensemble import EnsembleParts
 from keras_transformer.models.inference import TransformerParts
@@ -57,14 +60,15 @@ class TranslatorModule(tf.Module):
       (`beam_size == 1`: greedy; otherwise beam search of that width).
     - `translate_with_ids`: the same decoding, plus `token_ids` (int32 `[batch, max_length]`, after `[START]`,
       `[END]` included, 0 after it) and `scores` (float32 `[batch]`, the length-penalized log-probability
-      `log_prob / ((5 + length) / 6) ** length_penalty` of each output; 0 for an empty input).
+      `log_prob / ((5 + length) / 6) ** length_penalty` of each output, or `log_prob / length ** length_penalty`
+      with `length_penalty_rule="transformers"`; 0 for an empty input).
     - `translate_greedy`: greedy decoding, `{"translation"}`.
     - `translate_beam`: beam search of width `beam_size` (or `DEFAULT_EXTRA_BEAM_SIZE` when the export is
       greedy), `{"translation"}`.
 
     Export settings are kept as variables, readable after loading: `max_length`, `beam_size`,
-    `extra_beam_size` (the width of `translate_beam`), `source_max_length`, `length_penalty`, `format` and
-    `format_version`.
+    `extra_beam_size` (the width of `translate_beam`), `source_max_length`, `length_penalty`,
+    `length_penalty_rule`, `format` and `format_version`.
 
     An ensemble exports the same way: pass a list of models (`keras-transformer ensemble` members, sharing the
     tokenizers) and every step decodes with the mean of their next-token log-probabilities (`EnsembleParts`;
@@ -79,7 +83,9 @@ class TranslatorModule(tf.Module):
         max_length: Python int, most output tokens (`[END]` included); it sizes the preallocated caches.
             Defaults to the model's `max_length`.
         beam_size: Python int, decoding of `translate`/`serving_default`: 1 greedy, more for beam search.
-        length_penalty: float >= 0, GNMT's alpha, for beam search and `scores`.
+        length_penalty: float >= 0, the length penalty's exponent (GNMT's alpha), for beam search and `scores`.
+        length_penalty_rule: `"gnmt"` or `"transformers"`: how beam search scores hypotheses and stops, and how
+            `scores` are computed (see `keras_transformer.decoding.beam_search`).
         jit_compile: bool, decode through XLA in the SavedModel signatures (see above).
         combine: how an ensemble combines its members, "log_prob" or "prob" (`EnsembleParts`); one model
             ignores it.
@@ -104,6 +110,7 @@ class TranslatorModule(tf.Module):
         jit_compile=True,
         combine="log_prob",
         name="translator",
+        length_penalty_rule="gnmt",
     ):
         super().__init__(name=name)
         models = list(model) if isinstance(model, (list, tuple)) else [model]
@@ -123,6 +130,7 @@ class TranslatorModule(tf.Module):
         self._beam_size = primitives.check_positive_int("beam_size", beam_size)
         self._extra_beam_size = self._beam_size if self._beam_size > 1 else DEFAULT_EXTRA_BEAM_SIZE
         self._length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+        self._length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
         if not isinstance(jit_compile, bool):
             raise TypeError(f"`jit_compile` must be True or False; got {jit_compile!r}")
         self._jit_compile = jit_compile
@@ -155,6 +163,7 @@ class TranslatorModule(tf.Module):
         self.extra_beam_size = constant(self._extra_beam_size, tf.int32, "extra_beam_size")
         self.source_max_length = constant(self._source_max_length, tf.int32, "source_max_length")
         self.length_penalty = constant(self._length_penalty, tf.float32, "length_penalty")
+        self.length_penalty_rule = constant(self._length_penalty_rule, tf.string, "length_penalty_rule")
         self.jit_compile = constant(self._jit_compile, tf.bool, "jit_compile")
         self.format = constant(FORMAT, tf.string, "format")
         self.format_version = constant(FORMAT_VERSION, tf.int32, "format_version")
@@ -166,8 +175,8 @@ class TranslatorModule(tf.Module):
 
         Args:
             run: a `Run` (from `train` or `load_run`), an `Ensemble`, or the path of either's directory.
-            **kwargs: `max_length`, `beam_size`, `length_penalty`, `jit_compile`, `name` (an ensemble's `combine`
-                comes from it).
+            **kwargs: `max_length`, `beam_size`, `length_penalty`, `length_penalty_rule`, `jit_compile`, `name`
+                (an ensemble's `combine` comes from it).
 
         Returns:
             A `TranslatorModule`.
@@ -190,6 +199,7 @@ class TranslatorModule(tf.Module):
             "extra_beam_size": self._extra_beam_size,
             "source_max_length": self._source_max_length,
             "length_penalty": self._length_penalty,
+            "length_penalty_rule": self._length_penalty_rule,
             "ensemble_size": len(self._models),
             "ensemble_combine": self._parts.combine if len(self._models) > 1 else None,
             "jit_compile": self._jit_compile,
@@ -208,7 +218,8 @@ class TranslatorModule(tf.Module):
     def encode_text(self, text):
         """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`."""
         tokenizer = self.source_tokenizer
-        return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id, self._source_max_length)
+        return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id,
+                            self._source_max_length)
 
     def decode_ids(self, source_ids, beam_size, with_scores=True):
         """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.
@@ -221,6 +232,7 @@ class TranslatorModule(tf.Module):
             return beam_search_with_parts(
                 self._parts, source_ids, self._max_length, start_id, end_id,
                 beam_size=beam_size, length_penalty=self._length_penalty,
+                length_penalty_rule=self._length_penalty_rule,
             )
         tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax)
         return tokens, (self.score(source_ids, tokens) if with_scores else None)
@@ -228,9 +240,9 @@ class TranslatorModule(tf.Module):
     def score(self, source_ids, tokens):
         """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
 
-        The same score as beam search gives its hypotheses (padding and the start token are never generated, so
-        they are removed from the softmax): one teacher-forced pass of the full model (of each member of an ensemble, whose distributions are
-        combined as in decoding: `combine`).
+        The same score as beam search gives its hypotheses, by the export's `length_penalty_rule` (which also
+        says how padding and the start token, never generated, leave the softmax): one teacher-forced pass of the
+        full model (of each member of an ensemble, whose distributions are combined as in decoding: `combine`).
         """
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
         decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
@@ -238,13 +250,12 @@ class TranslatorModule(tf.Module):
                                                    training=False), tf.float32), axis=-1)
                    for model in self._models]
         log_probs = self._parts.combine_log_probs(members) if len(members) > 1 else members[0]
-        log_probs = tf.nn.log_softmax(log_probs + primitives.padding_bias(
-            self._parts.vocab_size, self.target_tokenizer.start_id), axis=-1)
+        log_probs = next_token_log_probs(log_probs, self.target_tokenizer.start_id, self._length_penalty_rule)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
         real = tf.not_equal(tokens, 0)
         total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)
-        lengths = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
-        return total / gnmt_length_penalty(lengths, self._length_penalty)
+        lengths = tf.maximum(tf.reduce_sum(tf.cast(real, tf.int32), axis=1), 1)  # 0 ** alpha for an empty row
+        return total / length_penalty_divisor(lengths, self._length_penalty, self._length_penalty_rule)
 
     def run(self, text, beam_size, with_scores=False, jit_compile=None):
         """The whole pipeline: `(translation [B], token_ids [B, max_length], scores [B] or None)`.

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_transformer.decoding import beam_search
 from keras_transformer.decoding.translator import encode_sources
 from keras_transformer.export import TranslatorModule
 from keras_transformer.export.translator_module import FORMAT
@@ -63,3 +64,26 @@ def test_compiled_and_graph_decoding_agree(run):
         np.testing.assert_array_equal(a_ids.numpy(), b_ids.numpy())
         np.testing.assert_allclose(a_scores.numpy(), b_scores.numpy(), rtol=1e-4, atol=1e-4)
         assert a_ids.shape == (7, 16) and a_scores.shape == (7,)
+
+
+def test_the_length_penalty_rule_is_fixed_at_export(run):
+    texts = tf.constant([t.encode("utf-8") for t in SENTENCES[:3]])
+    start, end = run.target_tokenizer.start_id, run.target_tokenizer.end_id
+    modules = {rule: TranslatorModule.from_run(run, max_length=10, beam_size=3, length_penalty=1.0,
+                                               length_penalty_rule=rule, jit_compile=False)
+               for rule in ("gnmt", "transformers")}
+    module = modules["transformers"]
+    assert module.get_config()["length_penalty_rule"] == "transformers"
+    assert module.length_penalty_rule.numpy() == b"transformers"
+    _, tokens, scores = module.run(texts, 3, with_scores=True)
+    source_ids, _ = module.encode_text(texts)
+    want_tokens, want_scores = beam_search(run.model, source_ids.numpy(), 10, start, end, beam_size=3,
+                                           length_penalty=1.0, return_scores=True, length_penalty_rule="transformers")
+    want_tokens = np.asarray(want_tokens)
+    np.testing.assert_array_equal(tokens.numpy(), np.pad(want_tokens, ((0, 0), (0, 10 - want_tokens.shape[1]))))
+    np.testing.assert_allclose(scores.numpy(), np.asarray(want_scores), rtol=1e-5, atol=1e-5)
+    # `score()` (greedy outputs' scores) follows the same rule: the beam's outputs score as the beam scored them.
+    np.testing.assert_allclose(module.score(source_ids, tokens).numpy(), scores.numpy(), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(modules["gnmt"].score(source_ids, tokens).numpy(), scores.numpy(), rtol=1e-3)
+    with pytest.raises(ValueError, match="length_penalty_rule"):
+        TranslatorModule.from_run(run, length_penalty_rule="hf")
