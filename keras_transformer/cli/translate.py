@@ -51,6 +51,11 @@ def _decoding_arguments(args, translator, decoding):
     if rule is None and decoding is not None and beam_size > 1:
         rule = decoding.length_penalty_rule
     kwargs = {"beam_size": beam_size}
+    if isinstance(translator, Translator) and decoding is not None:
+        # An imported checkpoint's own limit: at most max_length tokens, the last one forced to end.
+        if getattr(args, "max_length", None) is None and decoding.max_length is not None:
+            kwargs["max_length"] = decoding.max_length
+        kwargs["force_end"] = decoding.force_end
     for flag, name, value in (("--length-penalty", "length_penalty", length_penalty),
                               ("--length-penalty-rule", "length_penalty_rule", rule)):
         if value is None:
@@ -80,7 +85,8 @@ def cmd_translate(args):
     lines = read_stdin_lines()
     if args.plot_attention and not lines:
         raise ValueError("--plot-attention needs at least one input line on stdin")
-    outputs = translator.translate(lines, batch_size=args.batch_size, max_length=args.max_length,
+    decoding_kwargs.setdefault("max_length", args.max_length)
+    outputs = translator.translate(lines, batch_size=args.batch_size,
                                    **decoding_kwargs) if lines else []
     for line in outputs:
         print(line)
@@ -104,7 +110,8 @@ def cmd_evaluate(args):
         raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
     translator, decoding = _load_translator(args.model)
     decoding_kwargs, decoding_words = _decoding_arguments(args, translator, decoding)
-    hypotheses = translator.translate(list(corpus.sources), batch_size=args.batch_size, max_length=args.max_length,
+    decoding_kwargs.setdefault("max_length", args.max_length)
+    hypotheses = translator.translate(list(corpus.sources), batch_size=args.batch_size,
                                       verbose=1, **decoding_kwargs)
     refs = [list(corpus.targets)]
     metrics = {"bleu": sacrebleu.metrics.BLEU(), "bleu_lowercased": sacrebleu.metrics.BLEU(lowercase=True),
@@ -153,11 +160,14 @@ def cmd_tune(args):
     rule = args.length_penalty_rule or (decoding.length_penalty_rule if decoding is not None
                                         else DEFAULT_LENGTH_PENALTY_RULE)
 
+    # An imported checkpoint's length limit (and its forced end) stays what it was.
+    keep = {} if decoding is None else {"max_length": decoding.max_length, "force_end": decoding.force_end}
+
     def translate(sources, beam_size, length_penalty):
         beam = beam_size > 1
         return translator.translate(sources, beam_size=beam_size, batch_size=args.batch_size, verbose=progress,
                                     length_penalty=length_penalty if beam else None,
-                                    length_penalty_rule=rule if beam else None)
+                                    length_penalty_rule=rule if beam else None, **keep)
 
     def show(row):
         print(f"beam {row['beam_size']}, length penalty {row['length_penalty']:g}: BLEU {row['bleu']:.2f}, "
@@ -170,8 +180,11 @@ def cmd_tune(args):
     search = search_decoding(translate, corpus.sources, corpus.targets, beam_sizes=args.beam_sizes,
                              length_penalties=alphas, tuned_on=tuned_on, on_row=show, length_penalty_rule=rule)
     print(search.table())
-    path = write_decoding_settings(args.run_dir, search.best, overwrite=args.overwrite)
-    print(f"wrote {path}: translate, evaluate and export of this run now decode with {search.best.describe()}")
+    import dataclasses
+
+    best = dataclasses.replace(search.best, **keep)
+    path = write_decoding_settings(args.run_dir, best, overwrite=args.overwrite)
+    print(f"wrote {path}: translate, evaluate and export of this run now decode with {best.describe()}")
     return 0
 
 

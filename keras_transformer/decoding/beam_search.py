@@ -83,7 +83,7 @@ def next_token_log_probs(logits, start_id, rule="gnmt"):
 
 def beam_search_with_parts(
     parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True,
-    length_penalty_rule="gnmt",
+    length_penalty_rule="gnmt", force_end=False,
 ):
     """Beam search at full width: `(tokens, scores)`, int32 `[B, max_length]` and float32 `[B]`.
 
@@ -97,12 +97,12 @@ def beam_search_with_parts(
     length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
     return _beam_search_alpha_input(
         parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early,
-        length_penalty_rule,
+        length_penalty_rule, bool(force_end),
     )
 
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-                 rule):
+                 rule, force_end=False):
     k = beam_size
     parts = parts.with_loop_invariants()
     vocab = parts.vocab_size
@@ -114,6 +114,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
     bias, bias_after = log_prob_biases(vocab, start_id, rule)
+    end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, primitives.NEG)[None]
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
@@ -140,6 +141,8 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         log_probs = ops.log_softmax(logits[:, 0] + bias, axis=-1)  # [B*k, V]
         if bias_after is not None:
             log_probs = log_probs + bias_after
+        if force_end:  # at the last position only `end_id` may come, at no cost (transformers' forced_eos_token_id)
+            log_probs = ops.where(ops.equal(step, max_length - 1), end_only, log_probs)
         totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
         # 2k candidates: even if k of them end here, k can stay alive.
         top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
@@ -201,12 +204,12 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
-                             stop_early, length_penalty_rule="gnmt"):
+                             stop_early, length_penalty_rule="gnmt", force_end=False):
     """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
     with primitives.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-            length_penalty_rule,
+            length_penalty_rule, force_end,
         )
 
 
@@ -222,6 +225,7 @@ def beam_search(
     stop_early=True,
     jit_compile=False,
     length_penalty_rule="gnmt",
+    force_end=False,
 ):
     """Beam search with a length penalty and key/value caches; the best hypothesis per row.
 
@@ -266,6 +270,8 @@ def beam_search(
             of that function, so trying many alphas compiles once). The plain call runs eagerly;
             inside your own `tf.function`/`jax.jit`, leave this `False`.
         length_penalty_rule: `"gnmt"` (default) or `"transformers"`, see above.
+        force_end: bool. At the last position (`max_length`) only `end_id` may come, at no cost, as with
+            transformers' `forced_eos_token_id` (Marian checkpoints set it).
 
     Returns:
         int32 `[batch, L]`, `L <= max_length`: each row's best hypothesis, the tokens after
@@ -298,6 +304,7 @@ def beam_search(
     settings = dict(
         max_length=max_length, start_id=start_id, end_id=end_id, beam_size=beam_size,
         length_penalty=length_penalty, stop_early=stop_early, length_penalty_rule=length_penalty_rule,
+        force_end=bool(force_end),
     )
     if jit_compile:
         from keras_transformer.decoding import compiled

@@ -5,7 +5,8 @@ from keras import ops
 from keras_transformer.decoding import primitives
 
 
-def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True):
+def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True,
+                          force_end=False):
     """Run the cached decoder one position per step, choosing each token with `choose`.
 
     The encoder runs once, the cross-attention keys/values are projected once, and the
@@ -28,10 +29,11 @@ def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, c
         int32 `[B, max_length]`: the chosen tokens, 0 after `end_id`.
     """
     with primitives.weights_read_once(parts):
-        return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early)
+        return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early,
+                                      force_end)
 
 
-def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early):
+def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early, force_end):
     parts = parts.with_loop_invariants()
     encoder_outputs, padding_mask = parts.encode(encoder_inputs)
     cross_caches = parts.cross_attention_caches(encoder_outputs)
@@ -51,6 +53,8 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
             ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
         )
         chosen = ops.cast(choose(logits[:, 0] + bias, step), "int32")
+        if force_end:  # a row that reaches the last position ends there
+            chosen = ops.where(ops.equal(step, max_length - 1), end_id, chosen)
         chosen = ops.where(finished, 0, chosen)
         tokens = ops.slice_update(tokens, (zero, step), ops.expand_dims(chosen, 1))
         finished = ops.logical_or(finished, ops.equal(chosen, end_id))
@@ -71,7 +75,7 @@ def _argmax(logits, step):
     return primitives.first_argmax(logits)
 
 
-def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True):
+def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True, force_end=False):
     """Greedy decoding at full width: int32 `[B, max_length]`, 0 after `end_id` (never trimmed).
 
     The entry point for code that traces its own function (an exporter): the output shape is
@@ -80,11 +84,12 @@ def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_earl
     """
     parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
     return decode_token_by_token(
-        parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early
+        parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early, force_end=force_end
     )
 
 
-def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_early=True, jit_compile=False):
+def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_early=True, jit_compile=False,
+                  force_end=False):
     """Greedy decoding: at each step the most likely next token, with key/value caches.
 
     The encoder runs once; each step runs the decoder on one position, reusing the cached
@@ -105,6 +110,8 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
         jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
             on JAX), built once per model and settings and cached. The plain call runs eagerly;
             inside your own `tf.function`/`jax.jit`, leave this `False`.
+        force_end: bool. A row that has not ended by its last position (`max_length`) gets `end_id` there, as
+            transformers' `forced_eos_token_id` does (Marian checkpoints set it).
 
     Returns:
         int32 `[batch, L]`, `L <= max_length`: the tokens after `start_id`. A row that ended
@@ -126,8 +133,9 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
     if jit_compile:
         from keras_transformer.decoding import compiled
 
-        settings = dict(max_length=max_length, start_id=start_id, end_id=end_id, stop_early=stop_early)
+        settings = dict(max_length=max_length, start_id=start_id, end_id=end_id, stop_early=stop_early,
+                        force_end=bool(force_end))
         tokens = compiled.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs}, settings)
     else:
-        tokens = greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early)
+        tokens = greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early, bool(force_end))
     return primitives.trim_to_longest(tokens)

@@ -5,9 +5,10 @@ returns the same thing: int32 token ids `[batch, length]`, the tokens after `sta
 `end_id` (`length <= max_length`). A sampler is a name (`"greedy"`, `"beam"`, `"top_k"`, `"top_p"`, `"random"`), a
 config dict (`{"class_name": "BeamSampler", "config": {"num_beams": 4}}`) or an object:
 
-* `GreedySampler()`: the most likely token at each step.
-* `BeamSampler(num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt")`: beam search with the GNMT length
-  penalty (the paper's decoding), or transformers' rule (`length_penalty_rule="transformers"`).
+* `GreedySampler(force_end=False)`: the most likely token at each step.
+* `BeamSampler(num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt", force_end=False)`: beam search with
+  the GNMT length penalty (the paper's decoding), or transformers' rule (`length_penalty_rule="transformers"`).
+  `force_end=True` ends every row at the last position, as transformers' `forced_eos_token_id` does.
 * `TopKSampler(k=5, temperature=1.0, seed=None)`: draws among the k most likely tokens.
 * `TopPSampler(p=0.9, k=None, temperature=1.0, seed=None)`: nucleus sampling.
 * `RandomSampler(temperature=1.0, seed=None)`: draws from the whole distribution.
@@ -23,7 +24,7 @@ Example:
 >>> [generate(model, sources, 6, start_id=2, end_id=3, sampler=s).shape[0] for s in ("greedy", "beam", "top_k")]
 [1, 1, 1]
 >>> get_sampler({"class_name": "BeamSampler", "config": {"num_beams": 2}}).get_config()
-{'num_beams': 2, 'length_penalty': 0.6, 'length_penalty_rule': 'gnmt'}
+{'num_beams': 2, 'length_penalty': 0.6, 'length_penalty_rule': 'gnmt', 'force_end': False}
 """
 
 from keras_transformer.decoding.beam_search import beam_search
@@ -51,10 +52,21 @@ class Sampler:
 
 
 class GreedySampler(Sampler):
-    """The most likely next token at each step (`greedy_decode`)."""
+    """The most likely next token at each step (`greedy_decode`).
+
+    Args:
+        force_end: a row that reaches the last position ends there (transformers' `forced_eos_token_id`).
+    """
+
+    def __init__(self, force_end=False):
+        self.force_end = bool(force_end)
 
     def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
-        return greedy_decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)
+        return greedy_decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile,
+                             force_end=self.force_end)
+
+    def get_config(self):
+        return {"force_end": self.force_end}
 
 
 class BeamSampler(Sampler):
@@ -66,21 +78,23 @@ class BeamSampler(Sampler):
             `length_penalty` (1.0 there) with `length_penalty_rule="transformers"`.
         length_penalty_rule: `"gnmt"` or `"transformers"` (transformers' beam search, e.g. for imported Marian
             checkpoints); see `beam_search`.
+        force_end: at the last position only the end token may come (transformers' `forced_eos_token_id`).
     """
 
-    def __init__(self, num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt"):
+    def __init__(self, num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt", force_end=False):
         self.num_beams = num_beams
         self.length_penalty = length_penalty
         self.length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
+        self.force_end = bool(force_end)
 
     def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
         return beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=self.num_beams,
                            length_penalty=self.length_penalty, jit_compile=jit_compile,
-                           length_penalty_rule=self.length_penalty_rule)
+                           length_penalty_rule=self.length_penalty_rule, force_end=self.force_end)
 
     def get_config(self):
         return {"num_beams": self.num_beams, "length_penalty": self.length_penalty,
-                "length_penalty_rule": self.length_penalty_rule}
+                "length_penalty_rule": self.length_penalty_rule, "force_end": self.force_end}
 
 
 class RandomSampler(Sampler):

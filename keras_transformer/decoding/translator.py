@@ -76,12 +76,13 @@ class Translator:
         self.jit_compile = jit_compile
 
     def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None, length_penalty=None,
-                      length_penalty_rule=None):
+                      length_penalty_rule=None, force_end=False):
         """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
         return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler,
-                                 length_penalty, length_penalty_rule)
+                                 length_penalty, length_penalty_rule, force_end)
 
-    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None, length_penalty_rule=None):
+    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None, length_penalty_rule=None,
+                     force_end=False):
         max_length = max_length or self.max_length
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
@@ -89,13 +90,14 @@ class Translator:
             beam = {} if length_penalty is None else {"length_penalty": length_penalty}
             if length_penalty_rule is not None:
                 beam["length_penalty_rule"] = length_penalty_rule
-            sampler = BeamSampler(num_beams=beam_size, **beam) if beam_size > 1 else GreedySampler()
+            sampler = (BeamSampler(num_beams=beam_size, force_end=force_end, **beam) if beam_size > 1
+                       else GreedySampler(force_end=force_end))
         tokens = generate(self.model, source_ids, max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
         return np.asarray(tokens), source_ids
 
     def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None,
-                  length_penalty=None, length_penalty_rule=None):
+                  length_penalty=None, length_penalty_rule=None, force_end=False):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
@@ -110,6 +112,8 @@ class Translator:
             length_penalty_rule: how beam search scores its hypotheses and stops, `"gnmt"` or `"transformers"`
                 (see `beam_search`; `None`: `BeamSampler`'s `"gnmt"`). The command line passes the run's choice
                 (`decoding.json`) when no `--length-penalty-rule` is given, as it does for the length penalty.
+            force_end: a translation that reaches `max_length` ends there (its last token is the end token), as
+                transformers' `forced_eos_token_id` makes it; the command line passes the run's choice.
         """
         import keras
 
@@ -123,7 +127,7 @@ class Translator:
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
             tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler, length_penalty,
-                                          length_penalty_rule)
+                                          length_penalty_rule, force_end)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")

@@ -44,6 +44,8 @@ class DecodingSettings:
     tuned_on: str | None = None
     grid: tuple = ()
     length_penalty_rule: str = DEFAULT_LENGTH_PENALTY_RULE
+    max_length: int | None = None  # most output tokens (else the model's); an imported checkpoint's own limit
+    force_end: bool = False  # a row that reaches max_length ends there (transformers' forced_eos_token_id)
 
     def to_dict(self):
         values = dataclasses.asdict(self)
@@ -62,12 +64,19 @@ class DecodingSettings:
         _check_beam_size(settings.beam_size)
         _check_length_penalty(settings.length_penalty)
         check_length_penalty_rule(settings.length_penalty_rule)
+        if settings.max_length is not None and (not isinstance(settings.max_length, int)
+                                                or isinstance(settings.max_length, bool) or settings.max_length < 1):
+            raise ValueError(f"max_length = {settings.max_length!r}: must be an integer >= 1 or null")
+        if not isinstance(settings.force_end, bool):
+            raise ValueError(f"force_end = {settings.force_end!r}: must be true or false")
         return settings
 
     def describe(self):
         text = f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
         if self.length_penalty_rule != DEFAULT_LENGTH_PENALTY_RULE:
             text += f" ({self.length_penalty_rule} rule)"
+        if self.max_length is not None:
+            text += f", at most {self.max_length} tokens" + (" (the last one forced to end)" if self.force_end else "")
         if self.tuned_on:
             text += f" (tuned on {self.tuned_on}" + (f": BLEU {self.bleu:.2f})" if self.bleu is not None else ")")
         return text

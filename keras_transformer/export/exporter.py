@@ -93,8 +93,12 @@ def export_run(
     if length_penalty_rule is None:
         length_penalty_rule = run.decoding.length_penalty_rule if run.decoding is not None \
             else DEFAULT_LENGTH_PENALTY_RULE
+    decoding = getattr(run, "decoding", None)
+    if max_length is None and decoding is not None:  # an imported checkpoint's own limit, and its forced end
+        max_length = decoding.max_length
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
-                                       length_penalty_rule=length_penalty_rule, jit_compile=jit_compile)
+                                       length_penalty_rule=length_penalty_rule, jit_compile=jit_compile,
+                                       force_end=decoding.force_end if decoding is not None else False)
     if verbose:
         decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
         rule = "" if length_penalty_rule == DEFAULT_LENGTH_PENALTY_RULE else f" ({length_penalty_rule} rule)"

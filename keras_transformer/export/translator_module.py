@@ -86,6 +86,8 @@ class TranslatorModule(tf.Module):
         length_penalty: float >= 0, the length penalty's exponent (GNMT's alpha), for beam search and `scores`.
         length_penalty_rule: `"gnmt"` or `"transformers"`: how beam search scores hypotheses and stops, and how
             `scores` are computed (see `keras_transformer.decoding.beam_search`).
+        force_end: a translation that reaches `max_length` ends there (transformers' `forced_eos_token_id`;
+            an imported checkpoint's `decoding.json` sets it).
         jit_compile: bool, decode through XLA in the SavedModel signatures (see above).
         combine: how an ensemble combines its members, "log_prob" or "prob" (`EnsembleParts`); one model
             ignores it.
@@ -111,6 +113,7 @@ class TranslatorModule(tf.Module):
         combine="log_prob",
         name="translator",
         length_penalty_rule="gnmt",
+        force_end=False,
     ):
         super().__init__(name=name)
         models = list(model) if isinstance(model, (list, tuple)) else [model]
@@ -131,6 +134,7 @@ class TranslatorModule(tf.Module):
         self._extra_beam_size = self._beam_size if self._beam_size > 1 else DEFAULT_EXTRA_BEAM_SIZE
         self._length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
         self._length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
+        self._force_end = bool(force_end)
         if not isinstance(jit_compile, bool):
             raise TypeError(f"`jit_compile` must be True or False; got {jit_compile!r}")
         self._jit_compile = jit_compile
@@ -175,7 +179,8 @@ class TranslatorModule(tf.Module):
 
         Args:
             run: a `Run` (from `train` or `load_run`), an `Ensemble`, or the path of either's directory.
-            **kwargs: `max_length`, `beam_size`, `length_penalty`, `length_penalty_rule`, `jit_compile`, `name`
+            **kwargs: `max_length`, `beam_size`, `length_penalty`, `length_penalty_rule`, `force_end`, `jit_compile`,
+                `name`
                 (an ensemble's `combine` comes from it).
 
         Returns:
@@ -200,6 +205,7 @@ class TranslatorModule(tf.Module):
             "source_max_length": self._source_max_length,
             "length_penalty": self._length_penalty,
             "length_penalty_rule": self._length_penalty_rule,
+            "force_end": self._force_end,
             "ensemble_size": len(self._models),
             "ensemble_combine": self._parts.combine if len(self._models) > 1 else None,
             "jit_compile": self._jit_compile,
@@ -232,9 +238,10 @@ class TranslatorModule(tf.Module):
             return beam_search_with_parts(
                 self._parts, source_ids, self._max_length, start_id, end_id,
                 beam_size=beam_size, length_penalty=self._length_penalty,
-                length_penalty_rule=self._length_penalty_rule,
+                length_penalty_rule=self._length_penalty_rule, force_end=self._force_end,
             )
-        tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax)
+        tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax,
+                                       force_end=self._force_end)
         return tokens, (self.score(source_ids, tokens) if with_scores else None)
 
     def score(self, source_ids, tokens):

@@ -23,6 +23,7 @@ import numpy as np
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.sentencepiece_tokenizer import SentencePieceTokenizer
+from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.importers.checkpoint import read_tensors
@@ -32,6 +33,7 @@ from keras_transformer.runs.config import TrainingConfig
 from keras_transformer.runs.directory import is_run_directory
 from keras_transformer.runs.run import save_model
 from keras_transformer.runs.run import save_tokenizers
+from keras_transformer.runs.run import write_decoding_settings
 from keras_transformer.runs.run import write_run_config
 
 MODEL_TYPE = "marian"
@@ -233,6 +235,29 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
     return model
 
 
+def marian_decoding(directory, config, source):
+    """The checkpoint's generation settings as a `DecodingSettings` (what `decoding.json` holds), so that
+    `translate` decodes as `transformers`' `generate()` does by default: its beam size and length penalty with
+    transformers' rule, its `max_length` (which counts the decoder's start token: one generated token fewer here),
+    and `forced_eos_token_id` (the last allowed token is the end token). `generation_config.json` where the
+    checkpoint has one, else `config.json`, else transformers' defaults (greedy, `max_length` 20)."""
+    path = os.path.join(directory, "generation_config.json")
+    generation = read_json(path, "the generation settings") if os.path.isfile(path) else {}
+
+    def setting(name, default):
+        value = generation.get(name, config.get(name))
+        return default if value is None else value
+
+    max_new = setting("max_new_tokens", None)
+    max_length = int(max_new) if max_new is not None else int(setting("max_length", 20)) - 1
+    eos = setting("eos_token_id", 0)
+    forced = setting("forced_eos_token_id", None)
+    return DecodingSettings(
+        beam_size=max(1, int(setting("num_beams", 1))), length_penalty=float(setting("length_penalty", 1.0)),
+        tuned_on=f"generation settings of {source}", length_penalty_rule="transformers",
+        max_length=max(1, max_length), force_end=forced is not None and forced == eos)
+
+
 def import_marian(source, output_dir, overwrite=False, verbose=1):
     """Imports a Marian (OPUS-MT) checkpoint as a run directory that `translate`, `evaluate`, `tune`, `export`,
     `ensemble` and `train --init-from` take like one that `train` wrote.
@@ -290,6 +315,7 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
             json.dump({"source": os.fspath(source), "format": "marian", "config": config,
                        "keras_version": keras.__version__}, f, indent=1)
             f.write("\n")
+        write_decoding_settings(temporary, marian_decoding(directory, config, source))
         save_model(model, temporary)
     say(f"Wrote {output_dir} (model.keras, tokenizers/, config.json; {model.count_params():,} weights)")
     return output_dir
@@ -308,4 +334,4 @@ def _check_destination(output_dir, overwrite):
 
 
 __all__ = ["CheckpointError", "HUB_FILES", "IMPORT_FILE", "assign_marian_weights", "import_marian",
-           "marian_model_config", "read_marian_config", "read_marian_tokenizers"]
+           "marian_decoding", "marian_model_config", "read_marian_config", "read_marian_tokenizers"]

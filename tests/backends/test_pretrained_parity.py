@@ -79,3 +79,29 @@ def test_greedy_tokens_match_transformers_on_100_sentences(imported):
         ours = [int(t) for t in target.original_ids[ours[ours != 0]]]
         assert ours == theirs, (row, texts[row])
     assert len({tuple(row) for row in expected}) > 25  # the random model does not say one thing for all inputs
+
+
+def test_beam_4_tokens_match_transformers_with_its_rule(imported):
+    """transformers' `generate(num_beams=4)` as Marian checkpoints configure it (length penalty 1.0, its early-stop
+    heuristic, pad banned, </s> forced at the last position), against `beam_search(length_penalty_rule=
+    "transformers", force_end=True)`."""
+    import torch
+
+    from keras_transformer.decoding import beam_search
+
+    model, tokenizer, run = imported
+    texts = sentences(WORDS, 100, seed=9)
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        expected = model.generate(**batch, num_beams=4, do_sample=False, max_new_tokens=MAX_NEW_TOKENS,
+                                  length_penalty=1.0, early_stopping=False).numpy()[:, 1:]
+    target = run.target_tokenizer
+    tokens = ops.convert_to_numpy(beam_search(
+        run.model, _ours(run, batch["input_ids"].numpy(), batch["attention_mask"].numpy()), MAX_NEW_TOKENS,
+        target.start_id, target.end_id, beam_size=4, length_penalty=1.0, length_penalty_rule="transformers",
+        force_end=True))
+    pad = model.config.pad_token_id
+    for row, (ours, theirs) in enumerate(zip(tokens, expected)):
+        theirs = [int(t) for t in theirs if t != pad]
+        ours = [int(t) for t in target.original_ids[ours[ours != 0]]]
+        assert ours == theirs, (row, texts[row])

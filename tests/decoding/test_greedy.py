@@ -157,3 +157,23 @@ def test_padding_and_the_start_token_are_never_generated():
     for tokens in (greedy_decode(model, src, 6, START, END), beam_search(model, src, 6, START, END, beam_size=3)):
         tokens = to_numpy(tokens)
         assert tokens.shape[1] == 6 and (tokens[:, 0] != 0).all() and not (tokens == START).any()
+
+
+def test_force_end_ends_rows_that_reach_the_last_position():
+    # A model that never chooses [END] by itself: with force_end every row's last token is [END], the tokens before
+    # it are the unforced ones, and beam search (transformers' forced_eos_token_id) does the same.
+    from keras_transformer import build_transformer
+    from keras_transformer.decoding import beam_search
+
+    model = build_transformer(40, 40, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_length=16,
+                              share_embeddings=True, tie_output=True, output_bias=True)
+    bias = np.zeros(40, "float32")
+    bias[END] = -1e4
+    model.logits_bias.bias.assign(bias)
+    src = sources()
+    plain = to_numpy(greedy_decode(model, src, 6, START, END))
+    forced = to_numpy(greedy_decode(model, src, 6, START, END, force_end=True))
+    assert not (plain == END).any() and (forced[:, -1] == END).all()
+    np.testing.assert_array_equal(forced[:, :-1], plain[:, :-1])
+    beams = to_numpy(beam_search(model, src, 6, START, END, beam_size=3, force_end=True))
+    assert beams.shape[1] == 6 and (beams[:, -1] == END).all() and not (beams[:, :-1] == END).any()
