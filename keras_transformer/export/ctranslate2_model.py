@@ -166,7 +166,10 @@ def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0)
         if run.target_tokenizer is not run.source_tokenizer:
             run.target_tokenizer.save(os.path.join(temporary, "tokenizers", "target"))
         with open(os.path.join(temporary, MARKER_FILE), "w", encoding="utf-8") as f:
-            json.dump({"max_length": int(run.model_config.max_length)}, f)
+            decoding = run.decoding
+            json.dump({"max_length": int(decoding.max_length if decoding is not None and decoding.max_length
+                                         else run.model_config.max_length),
+                       "force_end": bool(decoding is not None and decoding.force_end)}, f)
     if verbose:
         print(f"Wrote the CTranslate2 model {path} ({os.path.getsize(os.path.join(path, 'model.bin')) / 2**20:.1f} "
               f"MiB model.bin{', ' + quantization if quantization else ''})")
@@ -194,7 +197,11 @@ class CTranslate2Translator:
         target = os.path.join(path, "tokenizers", "target")
         self.target_tokenizer = load_tokenizer(target) if os.path.isdir(target) else self.source_tokenizer
         with open(os.path.join(path, MARKER_FILE), encoding="utf-8") as f:
-            self.max_length = int(json.load(f)["max_length"])
+            marker = json.load(f)
+        self.max_length = int(marker["max_length"])
+        # A translation that reaches max_length ends there: its last token is the end token, which detokenizing
+        # drops, so decoding one token fewer gives the same text (for greedy decoding exactly).
+        self.force_end = bool(marker.get("force_end", False))
         self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
 
     def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
@@ -209,7 +216,8 @@ class CTranslate2Translator:
         vocab, vocab_out = self.source_tokenizer.vocab, self.target_tokenizer.vocab
         sources = [[vocab[i] for i in row if i != 0] for row in packed]
         results = self.translator.translate_batch(
-            sources, beam_size=beam_size, max_batch_size=batch_size, max_decoding_length=max_length or self.max_length,
+            sources, beam_size=beam_size, max_batch_size=batch_size,
+            max_decoding_length=max(1, (max_length or self.max_length) - self.force_end),
             suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
             length_penalty=0.6 if beam_size > 1 else 1.0,
             min_decoding_length=0)  # CTranslate2's default (1) never lets a translation end at its first token

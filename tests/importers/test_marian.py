@@ -117,7 +117,10 @@ def test_exports_translate_like_the_python_translator(imported, tmp_path, texts)
     from keras_transformer.export.tflite import TFLiteTranslator
 
     run = load_run(imported)
-    expected = Translator(run.model, run.source_tokenizer, run.target_tokenizer, max_length=64).translate(texts)
+    # The run's decoding.json ends a translation at its max_length (transformers' forced_eos_token_id); exports
+    # keep that.
+    expected = Translator(run.model, run.source_tokenizer, run.target_tokenizer, max_length=64).translate(
+        texts, force_end=True)
     paths = export_run(imported, saved_model=str(tmp_path / "saved"), tflite=str(tmp_path / "m.tflite"),
                        max_length=64, verbose=0)
     export_ctranslate2(imported, str(tmp_path / "ct2"), verbose=0)
