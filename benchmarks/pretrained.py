@@ -160,7 +160,7 @@ def make_ours(checkpoint, directory, max_length):
     run_dir = import_marian(checkpoint, os.path.join(directory, "run"), verbose=0)
     saved_model = export_run(run_dir, saved_model=os.path.join(directory, "saved_model"), max_length=max_length,
                              beam_size=1, length_penalty=1.0, length_penalty_rule="transformers",
-                             verbose=0)["saved_model"]
+                             force_end=False, verbose=0)["saved_model"]
     loaded = tf.saved_model.load(saved_model)
     signatures = {1: loaded.signatures["serving_default"], BEAM: loaded.signatures["translate_beam"]}
 

@@ -41,6 +41,7 @@ def export_run(
     overwrite=False,
     jit_compile=True,
     length_penalty_rule=None,
+    force_end=None,
 ):
     """Exports a run directory as a string-to-string SavedModel and, optionally, a TFLite model.
 
@@ -50,7 +51,10 @@ def export_run(
         saved_model: the SavedModel directory to write; default `saved_models/<run directory name>`.
         tflite: a `.tflite` path to write too, or `None`.
         beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search.
-        max_length: most output tokens (fixed at export); default the model's `max_length`.
+        max_length: most output tokens (fixed at export); default the run's (`decoding.json`: an imported
+            checkpoint's own), else the model's `max_length`.
+        force_end: a translation that reaches `max_length` ends there (transformers' `forced_eos_token_id`); default
+            the run's (`decoding.json`), else `False`.
         length_penalty: GNMT's alpha for beam search and the `scores` output; default the run's tuned one
             (`decoding.json`, from `keras-transformer tune`; an ensemble's own), else 0.6.
         length_penalty_rule: `"gnmt"` or `"transformers"` (how beam search and `scores` apply the length penalty,
@@ -98,7 +102,8 @@ def export_run(
         max_length = decoding.max_length
     module = TranslatorModule.from_run(run, max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
                                        length_penalty_rule=length_penalty_rule, jit_compile=jit_compile,
-                                       force_end=decoding.force_end if decoding is not None else False)
+                                       force_end=force_end if force_end is not None else
+                                       decoding.force_end if decoding is not None else False)
     if verbose:
         decoding = "greedy" if beam_size == 1 else f"beam search (beam {beam_size})"
         rule = "" if length_penalty_rule == DEFAULT_LENGTH_PENALTY_RULE else f" ({length_penalty_rule} rule)"
