@@ -162,6 +162,7 @@ TRAINING_RULES = {
     "checkpoint_every": _int(1, optional=True),
     "vocab_sample": _int(1),
     "shuffle_buffer": _int(1),
+    "init_from": _Rule("str", optional=True),  # the run a fine-tune starts from (checked as a directory elsewhere)
 }
 
 # Settings the command line has no flag for are still named the same way in messages.
