@@ -234,3 +234,12 @@ def test_pretrained_benchmark_times_an_imported_marian_model_in_each_engine(tmp_
     assert re.search(r"batch 1, greedy\s*: ours 4/4, CTranslate2 4/4, all three 4/4", out), out
     results = json.load(open(tmp_path / "pretrained.json"))
     assert len(results["rows"]) == 12 and all(r["tokens_per_sentence"] <= 8 for r in results["rows"])
+
+
+def test_pretrained_parity_benchmark_compares_logits_and_tokens_with_transformers(tmp_path):
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    out = run_script("pretrained_parity.py", "--layers", "1", "--d-model", "32", "--heads", "2", "--ffn", "64",
+                     "--extra-tokens", "0", "--sentences", "8", "--max-new-tokens", "8", tmpdir=tmp_path)
+    assert re.search(r"max \|logit difference\| .*: [\d.e+-]+ \(PASS", out), out
+    assert "greedy tokens equal: 8/8; beam-4 tokens equal: 8/8" in out, out
