@@ -9,7 +9,8 @@ The public API, from text to a deployed model:
     runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
     pretrained   import_marian (OPUS-MT checkpoints -> a run directory), SentencePieceTokenizer
     task         TransformerSeq2SeqLM (generate, save_to_preset, from_preset: keras-hub's preset layout)
-    export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator
+    export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator,
+                 load_translator (any artifact)
 
 The top-level names load on first use, so that `import keras_transformer` (and the command line's `--help` and
 setting checks) does not import Keras: a multi-host run must choose the JAX backend before Keras is imported.
@@ -53,6 +54,7 @@ _LAZY = {
     "export_tflite": ("keras_transformer.export.tflite", "export_tflite"),
     "SavedModelTranslator": ("keras_transformer.export.saved_model", "SavedModelTranslator"),
     "TFLiteTranslator": ("keras_transformer.export.tflite", "TFLiteTranslator"),
+    "load_translator": ("keras_transformer.translators", "load_translator"),
 }
 
 __all__ = sorted(["__version__", *_LAZY])

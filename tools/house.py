@@ -13,7 +13,7 @@ Layers, lowest first (a module may import its own layer and those below; data fl
     5  runs                               the run directory
     5.5 importers                         other toolkits' checkpoints -> a run directory
     6  training, export, tasks            what is built on a run
-    7  quickstart, cli                    the front
+    7  quickstart, cli, translators       the front (translators: load_translator over every artifact)
 
 Every import of the package counts, at module level or inside a function (a lazy import is still an arrow).
 The package's own `__init__` files (lazy re-exports) are not counted as importers.
@@ -33,7 +33,7 @@ LAYERS = {
     "runs": 5,
     "importers": 5.5,
     "training": 6, "export": 6, "tasks": 6,
-    "quickstart": 7, "cli": 7,
+    "quickstart": 7, "cli": 7, "translators": 7,
 }
 
 

@@ -10,31 +10,17 @@ from keras_transformer.cli.settings import read_stdin_lines
 
 
 def _load_translator(path):
-    """`(translator, decoding)` for a run directory (from `train`), a preset, an exported SavedModel or a CTranslate2
-    directory; `decoding` is the run's `DecodingSettings` (`decoding.json`, from `tune`) or `None`."""
-    if os.path.exists(os.path.join(path, "keras_transformer_ctranslate2.json")):
-        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+    """`(translator, decoding)` for any artifact (`keras_transformer.translators`)."""
+    from keras_transformer.translators import load_translator_and_decoding
 
-        return CTranslate2Translator(path), None
-    if os.path.exists(os.path.join(path, "task.json")):
-        from keras_transformer.tasks import TransformerSeq2SeqLM
-
-        return TransformerSeq2SeqLM.from_preset(path), None
-    if os.path.exists(os.path.join(path, "saved_model.pb")):
-        from keras_transformer.export.saved_model import SavedModelTranslator
-
-        return SavedModelTranslator(path), None
-    return _load_run_translator(path)
+    return load_translator_and_decoding(path)
 
 
 def _load_run_translator(path):
     """`(Translator, decoding)` for a run directory or an ensemble directory (`keras-transformer ensemble`)."""
-    from keras_transformer.decoding.translator import Translator
-    from keras_transformer.runs.ensemble import Ensemble, load_run_or_ensemble
+    from keras_transformer.translators import load_run_translator
 
-    run = load_run_or_ensemble(path)
-    model = run.parts if isinstance(run, Ensemble) else run.model
-    return Translator(model, run.source_tokenizer, run.target_tokenizer), run.decoding
+    return load_run_translator(path)
 
 
 def _decoding_arguments(args, translator, decoding):
