@@ -8,8 +8,9 @@ time / the batch's longest output in tokens, median over batches), sentences/s, 
 size, BLEU, and the ratio of ms/step to CTranslate2 in the same run (fp32 rows to CTranslate2 fp32, int8 rows to
 CTranslate2 int8).
 
-Usage (Multi30k: a run from `examples/multi30k.yaml`, sentences and references from ../shared/data/multi30k; the
-validation set, so that speed work never looks at test2016, which docs/quality.md keeps for frozen recipes):
+Usage (Multi30k: a run from `examples/multi30k.yaml`, sentences and references from the Multi30k directory
+DATA_DIR; the validation set, so that speed work never looks at test2016, which docs/quality.md keeps for frozen
+recipes):
     python benchmarks/deploy.py runs/multi30k --src val.de.gz --ref val.en.gz
     python benchmarks/deploy.py RUN --src S --ref R --batches 1 8 --beams 1 --sentences 32   # quicker
 

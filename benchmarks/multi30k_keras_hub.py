@@ -1,7 +1,7 @@
 """The same-budget baseline of docs/quality.md: keras.io's "English-to-Spanish translation with KerasHub" model,
 trained on Multi30k German->English for the minutes our recipe gets, then scored like ours on test2016.
 
-    python benchmarks/multi30k_keras_hub.py --data ../shared/data/multi30k --output runs/keras_hub_baseline
+    python benchmarks/multi30k_keras_hub.py --data DATA_DIR --output runs/keras_hub_baseline
 
 The model and its training are the keras.io example's (Abheesht Sharma, 2022; last modified 2024-04-30), only
 the data and the stopping rule change:

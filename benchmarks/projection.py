@@ -1,6 +1,6 @@
 """On paper: the paper's base model on WMT14 en-de (100k steps of ~25k source + 25k target tokens) on 1, 8, 64 GPUs.
 
-Nothing here is measured on a GPU (none was lent to this project's sessions when it was written): the table is a
+Nothing here is measured on a GPU (no GPU measurement has been made yet): the table is a
 model, printed from stated inputs so that anyone can redo it with their own.
 
 * FLOPs per step: `common.seq2seq_training_flops` (matmuls, forward + backward), the count that the CPU

@@ -12,7 +12,7 @@ dataset) on Multi30k itself and on the large corpus, each in a fresh process, an
 * the batches per second the model trains, and the batches per second the input pipeline alone delivers
   (reading, shuffling, tokenizing, bucketing; measured in a process of its own): goal >= 3x.
 
-    python benchmarks/scale.py --data ../shared/data/multi30k            # 5M pairs, 300 steps (~10 min here)
+    python benchmarks/scale.py --data DATA_DIR                      # 5M pairs, 300 steps (~10 min here)
     python benchmarks/scale.py --data synthetic --pairs 3000 --steps 3   # smoke test, no corpus needed
 
 Nothing is written outside the temporary directory (`--workdir` to choose it, `--keep` to keep it).
@@ -97,7 +97,7 @@ def base_pairs(data):
     for name in ("train.de.gz", "train.en.gz"):
         path = os.path.join(data, name)
         if not os.path.exists(path):
-            sys.exit(f"scale.py: {path} not found; pass --data DIR (Multi30k, see ../shared/data/multi30k/README.md) "
+            sys.exit(f"scale.py: {path} not found; pass --data DIR (a Multi30k directory: train.de.gz, train.en.gz) "
                      "or --data synthetic")
         with gzip.open(path, "rt", encoding="utf-8") as f:
             sides.append([line.strip() for line in f])

@@ -13,7 +13,7 @@ Printed per (engine, mode, clients): p50 and p99 latency of a request, sentences
 sentences/s as a ratio to CTranslate2 with the same mode and clients. Each engine runs in its own process and is
 warmed up first (the SavedModel's XLA programs are compiled for every batch and width bucket the test will use).
 
-Usage (a run from `examples/multi30k.yaml`, the test set from ../shared/data/multi30k):
+Usage (a run from `examples/multi30k.yaml`, the test set from DATA_DIR, the Multi30k directory):
     python benchmarks/serve_load.py runs/multi30k --src test_2016_flickr.de.gz
     python benchmarks/serve_load.py RUN --src S --clients 1 4 --seconds 5 --engines saved_model   # quicker
 """

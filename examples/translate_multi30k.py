@@ -1,7 +1,7 @@
 """Train German->English on Multi30k, choose the length penalty on the validation set, then score test2016 with
 sacreBLEU and show sample translations.
 
-    python examples/translate_multi30k.py --data ../shared/data/multi30k --output runs/multi30k
+    python examples/translate_multi30k.py --data DATA_DIR --output runs/multi30k
     python examples/translate_multi30k.py            # downloads Multi30k with keras.utils.get_file
 
 DIR holds train/val/test_2016_flickr .de/.en .gz files. Settings come from examples/multi30k.yaml
@@ -219,7 +219,7 @@ SHORT_MEMBER_EPOCHS = 13
 
 
 def warn_if_members_are_short(member, max_minutes):
-    """Prints one line when the first member fit only a few epochs into its minutes (a slow machine)."""
+    """Prints one line when the first member fit only a few epochs into its minutes (a machine too slow for the two-member recipe)."""
     epochs = training_totals([member]).get("epochs")
     if max_minutes and epochs is not None and epochs < SHORT_MEMBER_EPOCHS:
         plural = "s" if epochs != 1 else ""
