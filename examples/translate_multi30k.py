@@ -219,7 +219,7 @@ SHORT_MEMBER_EPOCHS = 13
 
 
 def warn_if_members_are_short(member, max_minutes):
-    """Prints one line when the first member fit only a few epochs into its minutes (a machine too slow for the two-member recipe)."""
+    """Prints one line when the first member fit only a few epochs into its minutes (too few for an ensemble)."""
     epochs = training_totals([member]).get("epochs")
     if max_minutes and epochs is not None and epochs < SHORT_MEMBER_EPOCHS:
         plural = "s" if epochs != 1 else ""

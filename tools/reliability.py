@@ -279,7 +279,7 @@ def _(ctx):
     return result
 
 
-@case("nul-byte", "train", "NUL and other control characters in corpus lines (the issue's darts_clone crash)",
+@case("nul-byte", "train", "NUL and other control characters in corpus lines (once a crash in the vocabulary learner)",
       "works")
 def _(ctx):
     lines = open(ctx.src, encoding="utf-8").read().splitlines()
@@ -802,7 +802,7 @@ def write_table(rows, path, seconds, selection):
         "",
         f"Cases: **{len(rows)}**{'' if selection == 'all' else f' ({selection})'} in {seconds / 60:.1f} min: "
         f"clear errors **{counts['clear error']}**, worked **{counts['worked']}**, tracebacks "
-        f"**{counts['traceback']}**, silent accepts **{counts['silent accept']}**, work lost "
+        f"**{counts['traceback']}**, bad input accepted without a word **{counts['silent accept']}**, work lost "
         f"**{counts['work lost']}**, wrong **{counts['wrong']}**.",
         "",
         "| # | case | command | input or fault | expected | observed | what the user sees |",
