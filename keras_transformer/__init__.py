@@ -12,11 +12,17 @@ The public API, from text to a deployed model:
     export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator,
                  load_translator (any artifact)
 
-The top-level names load on first use, so that `import keras_transformer` (and the command line's `--help` and
-setting checks) does not import Keras: a multi-host run must choose the JAX backend before Keras is imported.
+`import keras_transformer` registers every class that a saved run refers to (the layers, the model's parts, the
+learning-rate schedule, the loss and the metric), so that `keras.saving.load_model("RUN/model.keras")` opens a run's
+model. This imports Keras, with the backend `KERAS_BACKEND` names: set it before the import, as for Keras itself.
+The `keras-transformer` command is the exception: it imports nothing heavy until its flags are checked (`--help` and
+a bad flag answer at once) and a multi-host run has chosen the JAX backend. The other top-level names load on first
+use.
 """
 
 import importlib
+import os
+import sys
 
 __version__ = "0.1.0"
 
@@ -72,3 +78,25 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+
+# The modules whose `keras.saving.register_keras_serializable` classes a run's `model.keras` names.
+_SERIALIZABLE = (
+    "keras_transformer.layers",
+    "keras_transformer.models",
+    "keras_transformer.training.schedule",
+    "keras_transformer.training.losses",
+    "keras_transformer.training.metrics",
+)
+
+
+def _started_as_the_command_line():
+    """True while the `keras-transformer` command (or `python -m keras_transformer.cli`) imports the package."""
+    program = sys.argv[0] if sys.argv else ""
+    return os.path.basename(program) in ("keras-transformer", "keras-transformer.exe") or program == "-m"
+
+
+if not _started_as_the_command_line():
+    for _module in _SERIALIZABLE:
+        importlib.import_module(_module)
+    del _module

@@ -66,3 +66,25 @@ def test_every_public_name_has_an_example_that_runs(name, artifacts, tmp_path):
     finally:
         os.chdir(cwd)
     assert runner.failures == 0, f"{name}: {runner.failures} failing example(s) (run with -s to see them)"
+
+
+def test_keras_load_model_opens_a_runs_model_after_importing_the_package(artifacts):
+    """A Keras user's `keras.saving.load_model(RUN/model.keras)` after `import keras_transformer` (safe mode, in a
+    fresh process): the schedule, loss, metric and layers are registered, and the model gives the run's logits."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    path = os.path.join(artifacts["run_dir"], "model.keras")
+    inputs = {"encoder_inputs": np.array([[2, 5, 6, 7, 3]], "int32"), "decoder_inputs": np.array([[2, 5, 6]], "int32")}
+    as_json = json.dumps({k: v.tolist() for k, v in inputs.items()})
+    code = ("import json, sys\nimport numpy as np\nimport keras_transformer\nimport keras\n"
+            f"model = keras.saving.load_model({path!r})\n"
+            f"inputs = {{k: np.array(v, 'int32') for k, v in json.loads({as_json!r}).items()}}\n"
+            "print(json.dumps(np.asarray(model(inputs)).tolist()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    expected = np.asarray(keras_transformer.load_run(artifacts["run_dir"]).model(inputs))
+    np.testing.assert_allclose(np.array(json.loads(out.stdout.strip().splitlines()[-1])), expected, atol=1e-5)

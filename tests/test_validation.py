@@ -91,7 +91,9 @@ def test_cli_refuses_bad_flags_before_importing_tensorflow():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom keras_transformer import cli\n"
+    # argv[0] as the `keras-transformer` console script sets it (the package registers its Keras classes on import
+    # in any other program)
+    code = ("import sys\nsys.argv = ['keras-transformer']\nfrom keras_transformer import cli\n"
             "rc = cli.main(['train', '--src', 'a', '--tgt', 'b', '--output', 'o', '--num-layers', '-1'])\n"
             "print(rc, 'tensorflow' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
