@@ -327,12 +327,13 @@ class SentencePieceTokenizer(tf.Module):
         Args:
             spm_path: `source.spm` (for the encoder's input) or `target.spm` (for the decoder's).
             vocab_path: the checkpoint's `vocab.json` (token -> Marian id).
-            pad_token, unk_token, eos_token: Marian's special tokens, as in `MarianTokenizer`.
+            pad_token: Marian's padding token, as in `MarianTokenizer`.
+            unk_token: Marian's unknown token, as in `MarianTokenizer`.
+            eos_token: Marian's end-of-sentence token, as in `MarianTokenizer`.
             engine: see the class docstring.
 
         Raises:
-            ValueError: naming the file when a file does not hold what is expected (including a `vocab.json` that
-                already has `[START]`).
+            ValueError: naming the file that does not hold what is expected (as a `vocab.json` with `[START]`).
         """
         spm_path, vocab_path = os.fspath(spm_path), os.fspath(vocab_path)
         for path in (spm_path, vocab_path):

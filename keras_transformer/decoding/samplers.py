@@ -190,7 +190,8 @@ def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greed
         model: a model from `build_transformer` (or loaded back), or its `TransformerParts`.
         encoder_inputs: int `[batch, source_length]` source ids (0 = padding).
         max_length: most tokens to generate per row (`end_id` included).
-        start_id, end_id: the target vocabulary's `[START]` and `[END]` ids.
+        start_id: the target vocabulary's `[START]` id.
+        end_id: the target vocabulary's `[END]` id.
         sampler: see `get_sampler`.
         jit_compile: compile the decoding loop with XLA.
     """

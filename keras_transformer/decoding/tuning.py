@@ -107,7 +107,8 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
     Args:
         translate: `translate(sources, beam_size, length_penalty)` -> a list of translations (e.g. a
             `Translator.translate` with those keywords).
-        sources, references: the held-out pairs (lists of strings, same length, at least one).
+        sources: the held-out sources (a list of strings, at least one).
+        references: their reference translations (a list of strings, as long as `sources`).
         beam_sizes: widths to try (ints >= 1; width 1 is greedy, where the length penalty does not apply, so it
             is tried once).
         length_penalties: GNMT alphas to try (floats >= 0).

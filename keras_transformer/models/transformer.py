@@ -117,7 +117,8 @@ def build_transformer(
         d_ff: int. Feed-forward hidden size (2048).
         dropout: float. Residual, embedding and attention dropout (0.1).
         max_length: int. Longest sequence (sets the learned position table, and decoding caches).
-        num_encoder_layers / num_decoder_layers: int. Override `num_layers` on one side.
+        num_encoder_layers: int. Overrides `num_layers` on the encoder side.
+        num_decoder_layers: int. Overrides `num_layers` on the decoder side.
         attention_dropout: float. Dropout on attention weights; defaults to `dropout`.
         activation_dropout: float. Dropout inside the FFN (on its hidden activations); defaults to
             `dropout`. 0 is the paper's block; it also saves the widest random mask of the step.

@@ -49,8 +49,9 @@ class TransformerSeq2SeqLM:
 
     Args:
         backbone: the `keras.Model` from `build_transformer` (or a loaded run's `model`).
-        source_tokenizer, target_tokenizer: its tokenizers (`SubwordTokenizer`s, or an imported checkpoint's
-            `SentencePieceTokenizer`s; the same object for a shared vocabulary).
+        source_tokenizer: its source tokenizer (a `SubwordTokenizer`, or an imported checkpoint's
+            `SentencePieceTokenizer`).
+        target_tokenizer: its target tokenizer, of the same kind (the same object for a shared vocabulary).
         sampler: the default decoding, a `keras_transformer.decoding.samplers` name, dict or object ("greedy").
         max_length: most output tokens; default the model's `max_length`.
         model_config: the `TransformerConfig` the backbone was built from (kept in the preset), if known.
