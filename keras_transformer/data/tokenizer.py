@@ -288,7 +288,7 @@ class SubwordTokenizer(tf.Module):
                 below it (a small corpus may give fewer tokens).
             lower_thresh: smallest count for which a piece may enter the vocabulary. The learner raises the count
                 threshold until the vocabulary fits `vocab_size`; a high floor (tensorflow-text's default is 10)
-                can stop it well short of `vocab_size` on a small corpus (Multi30k: 6,039 tokens instead of ~8,000).
+                can stop it well short of `vocab_size` on a small corpus.
             max_unique_chars: the most frequent characters kept in the alphabet; words with rarer ones are left
                 out of learning (and become `[UNK]` if no piece covers them).
             max_bytes_per_word: longer words are tokenized as `[UNK]`.

@@ -2,7 +2,8 @@
 
 from keras import ops
 
-from keras_transformer.decoding import primitives
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding import loop_ops
 
 # GNMT's alpha as the paper's beam search uses it; `keras-transformer tune` chooses a run's own on held-out data.
 DEFAULT_LENGTH_PENALTY = 0.6
@@ -62,17 +63,17 @@ def length_penalty_divisor(length, alpha, rule="gnmt"):
 
 def log_prob_biases(vocab_size, start_id, rule="gnmt"):
     """`(before, after)`: the float32 `[vocab]` biases of `next_token_log_probs` (`after` is `None` for `"gnmt"`)."""
-    banned = primitives.padding_bias(vocab_size, start_id)
+    banned = loop_ops.padding_bias(vocab_size, start_id)
     if check_length_penalty_rule(rule) == "gnmt":
         return banned, None
-    return primitives.padding_bias(vocab_size), banned
+    return loop_ops.padding_bias(vocab_size), banned
 
 
 def next_token_log_probs(logits, start_id, rule="gnmt"):
     """Float32 log-probabilities `[..., vocab]` of the next token; id 0 (padding) and `start_id` are never generated.
 
     `"gnmt"`: both are removed from the softmax (the others renormalized). `"transformers"`: id 0 is removed, the
-    softmax runs over every other id, `start_id` included, and `start_id` is then banned (`primitives.NEG` added)
+    softmax runs over every other id, `start_id` included, and `start_id` is then banned (`loop_ops.NEG` added)
     without renormalizing, as transformers' `bad_words_ids` bans Marian's pad token (whose logit an imported Marian
     model carries at `start_id`; its id 0 is an extra row).
     """
@@ -91,9 +92,9 @@ def beam_search_with_parts(
     tokens are never trimmed), and `parts` may be a `TransformerParts` (no `keras.Model` needed)
     or a model. See `beam_search` for the arguments and the algorithm.
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
-    beam_size = primitives.check_positive_int("beam_size", beam_size)
-    length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
+    beam_size = arguments.check_positive_int("beam_size", beam_size)
+    length_penalty = arguments.check_number("length_penalty", length_penalty, low=0.0)
     length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
     return _beam_search_alpha_input(
         parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early,
@@ -114,7 +115,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
     bias, bias_after = log_prob_biases(vocab, start_id, rule)
-    end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, primitives.NEG)[None]
+    end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, loop_ops.NEG)[None]
     zero = ops.zeros((), dtype="int32")
     row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
     first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
@@ -157,16 +158,16 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         is_end = ops.equal(top_token, end_id)
         ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
         new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
-        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, primitives.NEG / 2))
+        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, loop_ops.NEG / 2))
         penalty = length_penalty_divisor(step + 1, alpha, rule)  # [B, 1]
-        new_score = ops.where(new_flag, top_logp / penalty, primitives.NEG)
+        new_score = ops.where(new_flag, top_logp / penalty, loop_ops.NEG)
         fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
         keep = ops.cast(keep, "int32")
         fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
         fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
 
         # Alive: the k best candidates that did not end.
-        alive_logp, keep = ops.top_k(ops.where(is_end, primitives.NEG, top_logp), k)
+        alive_logp, keep = ops.top_k(ops.where(is_end, loop_ops.NEG, top_logp), k)
         keep = ops.cast(keep, "int32")
         alive_seq = gather_rows(cand_seq, keep, 2 * k)
         last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
@@ -186,14 +187,14 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
             done = ops.logical_or(done, ops.logical_and(full, settled))
         return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
 
-    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, primitives.NEG)
+    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, loop_ops.NEG)
     loop_vars = (
         zero,
         ops.full((batch_size * k,), start_id, dtype="int32"),
         ops.zeros((batch_size, k, max_length), dtype="int32"),
         ops.zeros((batch_size, k), dtype="float32") + first_beam[None],  # all beams start equal
         ops.zeros((batch_size, k, max_length), dtype="int32"),
-        ops.full((batch_size, k), primitives.NEG, dtype="float32"),
+        ops.full((batch_size, k), loop_ops.NEG, dtype="float32"),
         ops.zeros((batch_size, k), dtype="bool"),
         ops.zeros((batch_size,), dtype="bool"),
         self_caches,
@@ -206,7 +207,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
                              stop_early, length_penalty_rule="gnmt", force_end=False):
     """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
-    with primitives.weights_read_once(parts):
+    with loop_ops.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
             length_penalty_rule, force_end,
@@ -296,25 +297,25 @@ def beam_search(
         - transformers' [beam search](https://huggingface.co/docs/transformers/generation_strategies)
           (`"transformers"`).
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
-    beam_size = primitives.check_positive_int("beam_size", beam_size)
-    length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
+    beam_size = arguments.check_positive_int("beam_size", beam_size)
+    length_penalty = arguments.check_number("length_penalty", length_penalty, low=0.0)
     length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
-    encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
+    encoder_inputs = arguments.check_encoder_inputs(encoder_inputs)
     settings = dict(
         max_length=max_length, start_id=start_id, end_id=end_id, beam_size=beam_size,
         length_penalty=length_penalty, stop_early=stop_early, length_penalty_rule=length_penalty_rule,
         force_end=bool(force_end),
     )
     if jit_compile:
-        from keras_transformer.decoding import compiled
+        from keras_transformer.decoding import compiled_decoders
 
         # The length penalty is an input of the compiled function, not a setting: a new alpha reuses the code.
         alpha = settings.pop("length_penalty")
-        rows = primitives.concrete_int(ops.shape(encoder_inputs)[0])
+        rows = loop_ops.concrete_int(ops.shape(encoder_inputs)[0])
         inputs = {"encoder_inputs": encoder_inputs, "length_penalty": ops.full((rows,), alpha, dtype="float32")}
-        tokens, scores = compiled.run_compiled(model, parts, _beam_search_alpha_input, inputs, settings)
+        tokens, scores = compiled_decoders.run_compiled(model, parts, _beam_search_alpha_input, inputs, settings)
     else:
         tokens, scores = beam_search_with_parts(parts, encoder_inputs, **settings)
-    tokens = primitives.trim_to_longest(tokens)
+    tokens = loop_ops.trim_to_longest(tokens)
     return (tokens, scores) if return_scores else tokens

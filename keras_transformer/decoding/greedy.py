@@ -2,7 +2,8 @@
 
 from keras import ops
 
-from keras_transformer.decoding import primitives
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding import loop_ops
 
 
 def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True,
@@ -28,7 +29,7 @@ def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, c
     Returns:
         int32 `[B, max_length]`: the chosen tokens, 0 after `end_id`.
     """
-    with primitives.weights_read_once(parts):
+    with loop_ops.weights_read_once(parts):
         return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early,
                                       force_end)
 
@@ -39,7 +40,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
     cross_caches = parts.cross_attention_caches(encoder_outputs)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size, max_length)
-    bias = primitives.padding_bias(parts.vocab_size, start_id)
+    bias = loop_ops.padding_bias(parts.vocab_size, start_id)
     zero = ops.zeros((), dtype="int32")
 
     def cond(step, last, finished, tokens, caches):
@@ -72,7 +73,7 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
 
 
 def _argmax(logits, step):
-    return primitives.first_argmax(logits)
+    return loop_ops.first_argmax(logits)
 
 
 def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True, force_end=False):
@@ -82,7 +83,7 @@ def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_earl
     static, and `parts` may be a `TransformerParts` (no `keras.Model` needed) or a model. See
     `greedy_decode` for the arguments.
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
     return decode_token_by_token(
         parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early, force_end=force_end
     )
@@ -128,14 +129,15 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
     >>> tokens.shape[0], tokens.shape[1] <= 8
     (1, True)
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
-    encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
+    encoder_inputs = arguments.check_encoder_inputs(encoder_inputs)
     if jit_compile:
-        from keras_transformer.decoding import compiled
+        from keras_transformer.decoding import compiled_decoders
 
         settings = dict(max_length=max_length, start_id=start_id, end_id=end_id, stop_early=stop_early,
                         force_end=bool(force_end))
-        tokens = compiled.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs}, settings)
+        tokens = compiled_decoders.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs},
+                                                settings)
     else:
         tokens = greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early, bool(force_end))
-    return primitives.trim_to_longest(tokens)
+    return loop_ops.trim_to_longest(tokens)

@@ -5,7 +5,8 @@ import random
 import keras
 from keras import ops
 
-from keras_transformer.decoding import primitives
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.greedy import decode_token_by_token
 
 
@@ -47,11 +48,11 @@ def make_sampler(vocab_size, uniforms, temperature=1.0, top_k=None, top_p=None):
 
 
 def _check_filters(temperature, top_k, top_p):
-    temperature = primitives.check_number("temperature", temperature, low=0.0, low_inclusive=False)
+    temperature = arguments.check_number("temperature", temperature, low=0.0, low_inclusive=False)
     if top_k is not None:
-        top_k = primitives.check_positive_int("top_k", top_k)
+        top_k = arguments.check_positive_int("top_k", top_k)
     if top_p is not None:
-        top_p = primitives.check_number("top_p", top_p, low=0.0, low_inclusive=False, high=1.0)
+        top_p = arguments.check_number("top_p", top_p, low=0.0, low_inclusive=False, high=1.0)
     return temperature, top_k, top_p
 
 
@@ -73,7 +74,7 @@ def sample_with_parts(
     draw them with its own random op; TFLite has no builtin for the stateless generator that
     `seed` uses, so a TFLite model needs `uniforms`. See `sample_decode` for the other arguments.
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(parts, max_length, start_id, end_id)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
     temperature, top_k, top_p = _check_filters(temperature, top_k, top_p)
     if uniforms is None:
         uniforms = draw_uniforms(ops.shape(encoder_inputs)[0], max_length, seed)
@@ -144,23 +145,23 @@ def sample_decode(
         - [Fan et al., 2018](https://arxiv.org/abs/1805.04833) (top-k sampling).
         - [Holtzman et al., 2020](https://arxiv.org/abs/1904.09751) (nucleus sampling).
     """
-    parts, max_length, start_id, end_id = primitives.check_decoding_args(model, max_length, start_id, end_id)
+    parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
     temperature, top_k, top_p = _check_filters(temperature, top_k, top_p)
     if seed is None:
         seed = random.randrange(2**31)
-    elif not primitives.is_int(seed):
+    elif not arguments.is_int(seed):
         raise TypeError(f"`seed` must be a Python int or None; got {seed!r} of type {type(seed).__name__}.")
-    encoder_inputs = primitives.check_encoder_inputs(encoder_inputs)
+    encoder_inputs = arguments.check_encoder_inputs(encoder_inputs)
     uniforms = draw_uniforms(ops.shape(encoder_inputs)[0], max_length, int(seed))
     settings = dict(
         max_length=max_length, start_id=start_id, end_id=end_id, temperature=temperature,
         top_k=top_k, top_p=top_p, stop_early=stop_early,
     )
     if jit_compile:  # the random numbers are an input, so one compiled function serves every seed
-        from keras_transformer.decoding import compiled
+        from keras_transformer.decoding import compiled_decoders
 
         inputs = {"encoder_inputs": encoder_inputs, "uniforms": uniforms}
-        tokens = compiled.run_compiled(model, parts, sample_with_parts, inputs, settings)
+        tokens = compiled_decoders.run_compiled(model, parts, sample_with_parts, inputs, settings)
     else:
         tokens = sample_with_parts(parts, encoder_inputs, uniforms=uniforms, **settings)
-    return primitives.trim_to_longest(tokens)
+    return loop_ops.trim_to_longest(tokens)

@@ -20,7 +20,7 @@ from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.data.words import is_blank
 from keras_transformer.models import TransformerParts
-from keras_transformer.models.inference import TiedOutputProjection
+from keras_transformer.models.transformer_parts import TiedOutputProjection
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 
 MARKER_FILE = "keras_transformer_ctranslate2.json"

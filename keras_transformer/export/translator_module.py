@@ -6,14 +6,15 @@ import keras
 import tensorflow as tf
 
 from keras_transformer.data.packing import pack_sources
-from keras_transformer.decoding import primitives
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.beam_search import beam_search_with_parts
 from keras_transformer.decoding.beam_search import check_length_penalty_rule
 from keras_transformer.decoding.beam_search import length_penalty_divisor
 from keras_transformer.decoding.beam_search import next_token_log_probs
 from keras_transformer.decoding.greedy import decode_token_by_token
 from keras_transformer.models.ensemble import EnsembleParts
-from keras_transformer.models.inference import TransformerParts
+from keras_transformer.models.transformer_parts import TransformerParts
 
 FORMAT = "keras_transformer.TranslatorModule"
 FORMAT_VERSION = 1
@@ -26,7 +27,7 @@ BATCH_BUCKET = 8
 
 
 def _choose_argmax(logits, step):
-    return primitives.first_argmax(logits)
+    return loop_ops.first_argmax(logits)
 
 
 class TranslatorModule(tf.Module):
@@ -39,14 +40,12 @@ class TranslatorModule(tf.Module):
     tensorflow-text ops are used, so the same graph saves as a SavedModel and converts to TFLite with builtin ops
     plus tensorflow-text's custom ops (see `export_saved_model` and `export_tflite`).
 
-    Decoding runs as one XLA program by default (`jit_compile=True`): in a SavedModel, TensorFlow's graph
-    executor spends most of a step's time dispatching ~100 small ops (oneDNN matmuls at batch 1 cost 20-50 us
-    each, and every `XlaDynamicUpdateSlice` of a cache is a compiled XLA call of its own), which one compiled loop
-    removes (about 4x faster per step at batch 1 on the Multi30k model, see docs/benchmarks.md). Tokenizing and
-    detokenizing stay graph ops around it. The source is padded to a multiple of `WIDTH_BUCKET` positions and the
-    batch to 1, 2, 4, 8 or a multiple of `BATCH_BUCKET` rows (by repeating its first row, so the loop ends when the
-    real rows do), so XLA compiles one program per bucket, on its first use (about 1.5 s each on 2 CPU cores), and
-    reuses it. TF Serving runs such a SavedModel with `--xla_cpu_compilation_enabled=true`; `jit_compile=False`
+    Decoding runs as one XLA program by default (`jit_compile=True`): without it, TensorFlow's graph executor
+    dispatches every small op of every step on its own (each cache update included), which one compiled loop
+    avoids. Tokenizing and detokenizing stay graph ops around it. The source is padded to a multiple of
+    `WIDTH_BUCKET` positions and the batch to 1, 2, 4, 8 or a multiple of `BATCH_BUCKET` rows (by repeating its
+    first row, so the loop ends when the real rows do), so XLA compiles one program per bucket, on its first use,
+    and reuses it. TF Serving runs such a SavedModel with `--xla_cpu_compilation_enabled=true`; `jit_compile=False`
     gives plain graph ops that run anywhere (the TFLite export always uses those).
 
     Rows are independent: padding is masked, so a sentence's translation does not depend on the rest of its batch.
@@ -129,10 +128,10 @@ class TranslatorModule(tf.Module):
                 f"The model's max_length={self._source_max_length} leaves no room for source tokens "
                 "between [START] and [END]."
             )
-        self._max_length = primitives.check_max_length(parts.max_length if max_length is None else max_length, parts)
-        self._beam_size = primitives.check_positive_int("beam_size", beam_size)
+        self._max_length = arguments.check_max_length(parts.max_length if max_length is None else max_length, parts)
+        self._beam_size = arguments.check_positive_int("beam_size", beam_size)
         self._extra_beam_size = self._beam_size if self._beam_size > 1 else DEFAULT_EXTRA_BEAM_SIZE
-        self._length_penalty = primitives.check_number("length_penalty", length_penalty, low=0.0)
+        self._length_penalty = arguments.check_number("length_penalty", length_penalty, low=0.0)
         self._length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
         self._force_end = bool(force_end)
         if not isinstance(jit_compile, bool):

@@ -3,9 +3,9 @@
 At every decoding step each member scores the next token from its own encoder output and key/value caches, and the
 ensemble's log-probabilities are the mean of the members' (`combine="log_prob"`, as Marian does: a normalized
 geometric mean of their distributions, since decoders apply `log_softmax` to what `decode_step` returns), or the
-log of the mean of their probabilities (`combine="prob"`, as fairseq does; on Multi30k val the two tied:
-docs/quality.md). The members must share one target vocabulary and one source vocabulary (the same tokenizers);
-they may differ in anything else (seed, width, depth, training minutes). Everything here uses `keras.ops` only.
+log of the mean of their probabilities (`combine="prob"`, as fairseq does). The members must share one target
+vocabulary and one source vocabulary (the same tokenizers); they may differ in anything else (seed, width, depth,
+training minutes). Everything here uses `keras.ops` only.
 """
 
 import math
@@ -13,7 +13,7 @@ import math
 import keras
 from keras import ops
 
-from keras_transformer.models.inference import TransformerParts
+from keras_transformer.models.transformer_parts import TransformerParts
 
 
 # How the members' next-token distributions become the ensemble's (module docstring).

@@ -6,7 +6,7 @@ import pytest
 
 from keras_transformer import build_transformer
 from keras_transformer.decoding import beam_search, gnmt_length_penalty, greedy_decode
-from keras_transformer.models.inference import TransformerParts
+from keras_transformer.models.transformer_parts import TransformerParts
 from tests.backend_helpers import compile_function
 from tests.decoding.helpers import (
     END,
@@ -104,7 +104,7 @@ def test_xla_compiled_function_matches_eager():
 
 @pytest.mark.parametrize("rule", ["gnmt", "transformers"])
 def test_eager_callers_compile_once_for_every_length_penalty(rule):
-    from keras_transformer.decoding import compiled
+    from keras_transformer.decoding import compiled_decoders
 
     model = tiny_model(num_layers=1, **VARIANTS["pre-norm-shared-tied"])
     src = sources()
@@ -116,7 +116,7 @@ def test_eager_callers_compile_once_for_every_length_penalty(rule):
         np.testing.assert_array_equal(pad_to(tokens, 6), pad_to(eager, 6))
         np.testing.assert_allclose(to_numpy(scores), to_numpy(eager_scores), atol=1e-4)
     # One compiled loop per rule (the rule is a setting of the loop, the alpha an input).
-    assert sum(("length_penalty_rule", rule) in key[-1] for key in compiled._CACHE[model]) == 1
+    assert sum(("length_penalty_rule", rule) in key[-1] for key in compiled_decoders._CACHE[model]) == 1
 
 
 def test_arguments_are_checked():

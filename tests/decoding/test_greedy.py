@@ -127,7 +127,7 @@ def test_arguments_are_checked():
 
 
 def test_first_argmax_matches_numpy_and_takes_the_lowest_id_on_ties():
-    from keras_transformer.decoding.primitives import first_argmax
+    from keras_transformer.decoding.loop_ops import first_argmax
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(6, 50)).astype("float32")

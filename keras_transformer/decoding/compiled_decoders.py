@@ -1,4 +1,4 @@
-"""XLA-compiled decoding (`jit_compile=True`), through Keras' own compiled predict step.
+"""The decoders XLA-compiled (`jit_compile=True`) through Keras' own compiled predict step, cached per model.
 
 A decoder with fixed settings is wrapped in a small `keras.Model` compiled with
 `jit_compile=True`, so Keras builds the backend's compiled function (`tf.function(jit_compile=True)`
@@ -11,7 +11,7 @@ import weakref
 import keras
 from keras import ops
 
-from keras_transformer.decoding import primitives
+from keras_transformer.decoding import loop_ops
 
 _CACHE = weakref.WeakKeyDictionary()
 
@@ -28,7 +28,7 @@ class _DecodingModel(keras.Model):
         self._function = function
         self._input_names = tuple(input_names)
         self._settings = dict(settings)
-        self.decoding_layers = primitives.parts_layers(parts)
+        self.decoding_layers = loop_ops.parts_layers(parts)
         self.built = True
 
     def call(self, inputs):
@@ -51,7 +51,7 @@ def run_compiled(owner, parts, function, inputs, settings):
         The function's outputs as backend tensors.
     """
     for name, value in inputs.items():
-        if primitives.concrete_int(ops.size(value)) is None:
+        if loop_ops.concrete_int(ops.size(value)) is None:
             raise ValueError(
                 f"`jit_compile=True` compiles a function for eager callers, but `{name}` is symbolic: "
                 "inside your own `tf.function`/`jax.jit`, call the decoder without `jit_compile` "

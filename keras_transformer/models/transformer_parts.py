@@ -1,17 +1,14 @@
-"""Step-by-step access to a model from `build_transformer`, for cached decoding.
+"""`TransformerParts`: a model from `build_transformer`, callable one decoding step at a time.
 
-`TransformerParts.from_model(model)` takes the embeddings, blocks and output projection of a
-`TransformerModel` (what `build_transformer` returns) from its attributes (by layer names for a functional model
-saved by an earlier version), so the
-decoders in `keras_transformer.decoding` can run the encoder once and then the decoder one
-token at a time with fixed-size key/value caches. Everything here uses `keras.ops` only.
+`TransformerParts.from_model(model)` takes the embeddings, blocks and output projection of a `TransformerModel`
+(what `build_transformer` returns) from its attributes, so the decoders in `keras_transformer.decoding` can run the
+encoder once and then the decoder one token at a time with fixed-size key/value caches. Everything here uses
+`keras.ops` only.
 """
 
 import copy
 
 from keras import ops
-
-from keras_transformer.layers import PositionalEmbedding, TransformerDecoder, TransformerEncoder
 
 
 class TiedOutputProjection:
@@ -62,67 +59,30 @@ class TransformerParts:
 
     @classmethod
     def from_model(cls, model):
-        """The parts of a `TransformerModel` (its attributes), or of a functional model saved by an earlier version
-        (found by the layer names `build_transformer` gives)."""
+        """The parts of a `TransformerModel` (what `build_transformer` returns), from its attributes."""
         from keras_transformer.models.transformer import TransformerModel
 
-        if isinstance(model, TransformerModel):
-            return cls(
-                model.encoder_embedding,
-                model.encoder_layers,
-                model.encoder_final_norm,
-                model.decoder_embedding,
-                model.decoder_layers,
-                model.decoder_final_norm,
-                model.output_projection
-                or TiedOutputProjection(model.decoder_embedding, bias=getattr(model, "logits_bias", None)),
-            )
-        layers = {layer.name: layer for layer in model.layers}
-
-        def numbered(prefix, kind):
-            found = []
-            while f"{prefix}_{len(found)}" in layers:
-                layer = layers[f"{prefix}_{len(found)}"]
-                if not isinstance(layer, kind):
-                    raise TypeError(f"Layer {layer.name!r} is a {type(layer).__name__}, not a {kind.__name__}.")
-                found.append(layer)
-            return found
-
-        shared = layers.get("shared_embedding")
-        encoder_embedding = shared or layers.get("encoder_embedding")
-        decoder_embedding = shared or layers.get("decoder_embedding")
-        encoder_layers = numbered("encoder_layer", TransformerEncoder)
-        decoder_layers = numbered("decoder_layer", TransformerDecoder)
-        if not (
-            isinstance(encoder_embedding, PositionalEmbedding)
-            and isinstance(decoder_embedding, PositionalEmbedding)
-            and encoder_layers
-            and decoder_layers
-        ):
-            raise ValueError(
-                f"Model {model.name!r} is not a keras_transformer seq2seq model: expected layers "
-                "'encoder_embedding'/'decoder_embedding' (or 'shared_embedding'), "
-                "'encoder_layer_0...' and 'decoder_layer_0...' as `build_transformer` makes."
-            )
-        output = layers.get("logits") or TiedOutputProjection(decoder_embedding, bias=layers.get("logits_bias"))
+        if not isinstance(model, TransformerModel):
+            raise ValueError(f"Model {getattr(model, 'name', model)!r} is a {type(model).__name__}, not a "
+                            "keras_transformer seq2seq model: expected a `TransformerModel` from `build_transformer` "
+                            "(or loaded back from `.keras`).")
         return cls(
-            encoder_embedding,
-            encoder_layers,
-            layers.get("encoder_final_norm"),
-            decoder_embedding,
-            decoder_layers,
-            layers.get("decoder_final_norm"),
-            output,
+            model.encoder_embedding,
+            model.encoder_layers,
+            model.encoder_final_norm,
+            model.decoder_embedding,
+            model.decoder_layers,
+            model.decoder_final_norm,
+            model.output_projection
+            or TiedOutputProjection(model.decoder_embedding, bias=getattr(model, "logits_bias", None)),
         )
 
     def with_loop_invariants(self):
         """These parts with the work that every decoding step would repeat on the weights done once, now.
 
         Decoders call it before their loop (inside `weights_read_once`). With a tied output projection the
-        embedding matrix is transposed here, once per decoding call, instead of in every step: inside a loop
-        XLA on CPU re-transposed the `[vocab, d_model]` matrix at each step, and TensorFlow's graph matmul runs
-        a few rows against the transposed matrix 2-3x slower than against a `[d_model, vocab]` one
-        (docs/benchmarks.md, "Tied output projection in decoding"). Untied models are returned unchanged.
+        `[vocab, d_model]` embedding matrix is transposed here, once per decoding call, so that no step transposes
+        it again and every step multiplies by a `[d_model, vocab]` matrix. Untied models are returned unchanged.
         """
         if not isinstance(self.output_projection, TiedOutputProjection):
             return self
