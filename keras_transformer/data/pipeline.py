@@ -31,8 +31,8 @@ def _bucket_boundaries(max_length, step):
 
 def make_dataset(
     data,
-    src_tokenizer,
-    tgt_tokenizer,
+    source_tokenizer,
+    target_tokenizer,
     batch_size=64,
     max_length=64,
     shuffle=True,
@@ -51,8 +51,8 @@ def make_dataset(
     Args:
         data: a `ParallelCorpus`, a `(sources, targets)` pair of lists, or a `tf.data.Dataset` of `(source,
             target)` scalar strings (streamed; pairs with a blank side are filtered out).
-        src_tokenizer: `SubwordTokenizer` of the source language.
-        tgt_tokenizer: `SubwordTokenizer` of the target language (may be the same object).
+        source_tokenizer: `SubwordTokenizer` of the source language.
+        target_tokenizer: `SubwordTokenizer` of the target language (may be the same object).
         batch_size: sentence pairs per batch (the largest batch when `token_budget` is set).
         max_length: the longest `encoder_inputs`/`decoder_inputs`; longer sentences are truncated.
         shuffle: shuffle pairs (reshuffled every epoch).
@@ -103,7 +103,7 @@ def make_dataset(
         pairs = corpus.to_dataset()
         num_pairs = len(corpus)
 
-    dataset = _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size)
+    dataset = _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size)
     if cache:
         dataset = dataset.cache(cache if isinstance(cache, str) else "")
     if shuffle:
@@ -115,20 +115,20 @@ def make_dataset(
     return dataset.prefetch(AUTOTUNE)
 
 
-def _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size=1024):
+def _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size=1024):
     """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows, truncated to `max_length`."""
-    start_src, end_src = src_tokenizer.source_start_id, src_tokenizer.end_id
-    start_tgt, end_tgt = tgt_tokenizer.start_id, tgt_tokenizer.end_id
+    start_src, end_src = source_tokenizer.source_start_id, source_tokenizer.end_id
+    start_tgt, end_tgt = target_tokenizer.start_id, target_tokenizer.end_id
 
     def encode(sources, targets):
-        target_ids = tgt_tokenizer.tokenize(targets)[:, : max_length - 1]
+        target_ids = target_tokenizer.tokenize(targets)[:, : max_length - 1]
         rows = tf.shape(sources)[0]
 
         def column(value):
             return tf.fill([rows, 1], tf.constant(value, tf.int32))
 
         # The one source packer (also the translator's and the exported graph's), back to ragged rows.
-        packed, _ = pack_sources(src_tokenizer.tokenize(sources), start_src, end_src, max_length)
+        packed, _ = pack_sources(source_tokenizer.tokenize(sources), start_src, end_src, max_length)
         encoder_inputs = tf.RaggedTensor.from_tensor(packed, padding=0)
         decoder_inputs = tf.concat([column(start_tgt), target_ids], axis=1)
         labels = tf.concat([target_ids, column(end_tgt)], axis=1)
@@ -206,8 +206,8 @@ class DataPosition:
 
 def make_epoch_dataset(
     pairs_fn,
-    src_tokenizer,
-    tgt_tokenizer,
+    source_tokenizer,
+    target_tokenizer,
     position=None,
     seed=0,
     shuffle=True,
@@ -235,7 +235,8 @@ def make_epoch_dataset(
     Args:
         pairs_fn: `pairs_fn(seed)` -> a `tf.data.Dataset` of `(source, target)` string pairs for one pass
             (`seed` an int64 tensor, e.g. `lambda seed: file_pairs(src_files, tgt_files, seed=seed)`).
-        src_tokenizer, tgt_tokenizer: `SubwordTokenizer`s.
+        source_tokenizer: `SubwordTokenizer` of the source language.
+        target_tokenizer: `SubwordTokenizer` of the target language (may be the same object).
         position: a `DataPosition`; `None` always reads epoch 0 from its start.
         seed: base seed of the shuffles.
         shuffle: shuffle pairs within `shuffle_buffer` (and shards, by `pairs_fn`).
@@ -277,7 +278,7 @@ def make_epoch_dataset(
         pairs = pairs_fn(epoch_seed)
         if shuffle:
             pairs = block_shuffle(pairs, shuffle_buffer, epoch_seed)
-        dataset = _tokenize(pairs, src_tokenizer, tgt_tokenizer, max_length, tokenize_batch_size)
+        dataset = _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size)
         dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
                          drop_remainder)
         return dataset if fixed else dataset.skip(position.skip.read_value())
