@@ -30,8 +30,8 @@ def cmd_export(args):
 
         if os.path.lexists(args.preset) and not args.overwrite:
             raise FileExistsError(f"{args.preset}: exists; pass --overwrite to replace it with the new preset")
-        sampler = {"class_name": "BeamSampler", "config": {"num_beams": args.beam_size}} if args.beam_size > 1 \
-            else "greedy"
+        beam_size = args.beam_size or _tuned_beam_size(args.run_dir)
+        sampler = {"class_name": "BeamSampler", "config": {"num_beams": beam_size}} if beam_size > 1 else "greedy"
         task = TransformerSeq2SeqLM.from_run(args.run_dir, sampler=sampler, max_length=args.max_length)
         task.save_to_preset(args.preset, overwrite=args.overwrite)
         print(f"Wrote the preset {args.preset} (keras-hub layout). Try: echo 'a sentence' | keras-transformer "
@@ -42,6 +42,14 @@ def cmd_export(args):
                max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
                overwrite=args.overwrite, jit_compile=args.jit_compile, length_penalty_rule=args.length_penalty_rule)
     return 0
+
+
+def _tuned_beam_size(run_dir):
+    """The beam size `tune` chose for a run (its `decoding.json`), else 1 (greedy)."""
+    from keras_transformer.runs.run import read_decoding_settings
+
+    decoding = read_decoding_settings(run_dir)
+    return decoding.beam_size if decoding is not None else 1
 
 
 def register(sub, common):
@@ -63,14 +71,16 @@ def register(sub, common):
                         "it); alone, no SavedModel is written")
     p.add_argument("--tflite-quantize", choices=["float16", "dynamic_range"], default=None,
                    help="TFLite weights in float16 (half the weight bytes) or int8 (dynamic range)")
-    p.add_argument("--beam-size", type=positive_int, default=1, help="decoding of the serving signature")
+    p.add_argument("--beam-size", type=positive_int, default=None,
+                   help="decoding of the serving signature: 1 greedy, more for beam search (default: the run's "
+                        "choice from `tune`, else 1)")
     p.add_argument("--length-penalty", type=length_penalty, default=None,
                    help="alpha, the length penalty's exponent for beam search (default: the run's choice from `tune`, "
                         "else 0.6)")
     add_length_penalty_rule_flag(p, "the run's choice from `tune`, else gnmt")
     p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
     p.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=True,
-                   help="the SavedModel decodes in one XLA program (default: 3-4x faster on CPU; TF Serving needs "
+                   help="the SavedModel decodes in one XLA program (the default, faster; TF Serving needs "
                         "--xla_cpu_compilation_enabled=true); --no-jit-compile writes plain graph ops")
     p.add_argument("--overwrite", action="store_true", help="replace an existing SavedModel / TFLite file")
     p.set_defaults(func=cmd_export)

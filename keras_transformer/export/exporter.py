@@ -33,7 +33,7 @@ def export_run(
     run_dir,
     saved_model=None,
     tflite=None,
-    beam_size=1,
+    beam_size=None,
     max_length=None,
     length_penalty=None,
     tflite_quantize=None,
@@ -50,7 +50,8 @@ def export_run(
             directory (`keras-transformer ensemble`): its members are exported together, decoded as one.
         saved_model: the SavedModel directory to write; default `saved_models/<run directory name>`.
         tflite: a `.tflite` path to write too, or `None`.
-        beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search.
+        beam_size: decoding of `serving_default` (and of the TFLite model): 1 greedy, more for beam search;
+            default the run's (`decoding.json`, from `keras-transformer tune`), else 1.
         max_length: most output tokens (fixed at export); default the run's (`decoding.json`: an imported
             checkpoint's own), else the model's `max_length`.
         force_end: a translation that reaches `max_length` ends there (transformers' `forced_eos_token_id`); default
@@ -62,7 +63,7 @@ def export_run(
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
         verbose: 0 silent, 1 print what was written.
-        jit_compile: the SavedModel decodes through XLA (3-4x faster on CPU; TF Serving needs
+        jit_compile: the SavedModel decodes in one XLA program (TF Serving needs
             `--xla_cpu_compilation_enabled=true`); `False` writes plain graph ops. The TFLite model never uses XLA.
         overwrite: replace an existing SavedModel directory / TFLite file (else they are refused before any
             work). Either way each is written to a temporary name and renamed into place.
@@ -92,6 +93,8 @@ def export_run(
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
     run = load_run_or_ensemble(run_dir)
+    if beam_size is None:
+        beam_size = run.decoding.beam_size if run.decoding is not None else 1
     if length_penalty is None:
         length_penalty = run.decoding.length_penalty if run.decoding is not None else DEFAULT_LENGTH_PENALTY
     if length_penalty_rule is None:

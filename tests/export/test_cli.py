@@ -99,3 +99,21 @@ def test_translate_stdin_that_is_not_utf8_names_the_line(exported, monkeypatch, 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"fine\nbad \xff\n")))
     assert cli.main(["translate", exported["saved_model"]]) == 2
     assert "<stdin>:2: expected UTF-8 text, found the byte 0xff" in capsys.readouterr().err
+
+
+def test_export_decodes_as_tune_chose_by_default(run_dir, tmp_path, capsys):
+    """A run whose `decoding.json` (written by `tune`) chose beam 3 exports a SavedModel whose serving signature
+    decodes with beam 3 and the tuned length penalty, with no decoding flag given."""
+    import shutil
+
+    from keras_transformer.decoding.tuning import DecodingSettings
+    from keras_transformer.export.saved_model import SavedModelTranslator
+    from keras_transformer.runs.run import write_decoding_settings
+
+    run = str(tmp_path / "run")
+    shutil.copytree(run_dir, run)
+    write_decoding_settings(run, DecodingSettings(beam_size=3, length_penalty=1.25))
+    out = str(tmp_path / "sm")
+    assert cli.main(["export", run, "--saved-model", out, "--max-length", "6", "--no-jit-compile"]) == 0
+    assert "beam search (beam 3); length penalty 1.25" in capsys.readouterr().out
+    assert SavedModelTranslator(out).beam_size == 3
