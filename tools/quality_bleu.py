@@ -9,7 +9,7 @@ ensemble directory, the sum over its members) and the
 scores `keras-transformer evaluate RUN_DIR ... --report RUN_DIR/test2016.json` wrote (`--report-name` changes the
 file name). A LABEL=results.json point is `benchmarks/multi30k_keras_hub.py`'s output (its beam row on test2016). A
 LABEL=MINUTES,BLEU,CHRF point is a measurement typed in from docs/quality.md's tables, for runs whose directories
-are gone (each session gets a fresh machine; docs/quality_runs/ keeps the records of the runs since 2026-11-26).
+are no longer at hand (docs/quality_runs/ keeps the records of the recent runs).
 Points that share a label share a colour (seeds, budgets of one recipe); a table of every point is printed too.
 """
 
@@ -72,6 +72,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     tools = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [os.path.dirname(tools), tools]
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -98,11 +99,16 @@ def main(argv=None):
     figure = Figure(figsize=(7.5, 4.5))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    for label, points in series.items():
+    # One colour per label (tab10 for up to 10 labels, then tab20), and a marker shape that changes every 10
+    # labels, so that no two series look alike.
+    colours = matplotlib.colormaps["tab10" if len(series) + len(lines) <= 10 else "tab20"].colors
+    for index, (label, points) in enumerate(series.items()):
         # Markers only: a line between two budgets would draw results that were never measured.
-        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", linestyle="none", label=label)
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="osD^v"[index // 10 % 5], linestyle="none",
+                  color=colours[index % len(colours)], label=label)
     for index, (label, value) in enumerate(lines):
-        axes.axhline(value, color=f"C{len(series) + index}", linestyle="--", linewidth=1, label=f"{label}: {value:g}")
+        axes.axhline(value, color=colours[(len(series) + index) % len(colours)], linestyle="--", linewidth=1,
+                     label=f"{label}: {value:g}")
     axes.set_xlabel("training minutes (2 CPU cores)")
     axes.set_ylabel("BLEU")
     axes.set_title(args.title, fontsize=10)
