@@ -40,6 +40,7 @@ _LAZY = {
     "train_tokenizers": ("keras_transformer.data.tokenizer", "train_tokenizers"),
     "read_parallel_corpus": ("keras_transformer.data.corpus", "read_parallel_corpus"),
     # Decoding
+    "decoding": ("keras_transformer.decoding", None),
     "Translator": ("keras_transformer.decoding.translator", "Translator"),
     "greedy_decode": ("keras_transformer.decoding", "greedy_decode"),
     "beam_search": ("keras_transformer.decoding", "beam_search"),
