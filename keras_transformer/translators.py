@@ -2,7 +2,12 @@
 
 A run or ensemble directory (`Translator`), a preset (`TransformerSeq2SeqLM`), an exported SavedModel
 (`SavedModelTranslator`), a TFLite file (`TFLiteTranslator`) or a CTranslate2 directory (`CTranslate2Translator`):
-each returned object has `translate(list_of_str) -> list_of_str`.
+each returned object is a `keras_transformer.decoding.translator.BaseTranslator`, with one `translate` signature:
+
+    translate(texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0) -> list of str
+
+`None` means as the artifact decodes by default: a run or ensemble as its `decoding.json` says (else greedy), an
+export as it was exported (a value an export cannot decode with is a `ValueError` naming the argument).
 """
 
 import os
@@ -38,7 +43,7 @@ def load_run_translator(path):
 
     run = load_run_or_ensemble(path)
     model = run.parts if isinstance(run, Ensemble) else run.model
-    return Translator(model, run.source_tokenizer, run.target_tokenizer), run.decoding
+    return Translator(model, run.source_tokenizer, run.target_tokenizer, decoding=run.decoding), run.decoding
 
 
 def load_translator(path):

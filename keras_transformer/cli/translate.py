@@ -23,9 +23,21 @@ def _load_run_translator(path):
     return load_run_translator(path)
 
 
+def _with_length_penalty_rule(translator, decoding, rule):
+    """Sets the length penalty rule a run's `Translator` decodes with (its `decoding`, kept otherwise)."""
+    import dataclasses
+
+    from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
+    from keras_transformer.decoding.tuning import DecodingSettings
+
+    decoding = decoding or DecodingSettings(beam_size=1, length_penalty=DEFAULT_LENGTH_PENALTY)
+    translator.decoding = dataclasses.replace(decoding, length_penalty_rule=rule)
+
+
 def _decoding_arguments(args, translator, decoding):
-    """`translate()` keywords from `--beam-size`/`--length-penalty`/`--length-penalty-rule`, else the run's tuned
-    choice (`decoding.json`), else greedy; and the words that describe them."""
+    """`translate()` keywords from `--beam-size`/`--length-penalty` (`None`: as the artifact decodes by default: a
+    run's tuned choice, `decoding.json`, else greedy; an export as exported), `--length-penalty-rule` applied to a
+    run's translator; the words that describe the decoding; and the decoding as resolved (for a report)."""
     from keras_transformer.decoding.samplers import BeamSampler
     from keras_transformer.decoding.translator import Translator
 
@@ -36,21 +48,18 @@ def _decoding_arguments(args, translator, decoding):
     rule = args.length_penalty_rule
     if rule is None and decoding is not None and beam_size > 1:
         rule = decoding.length_penalty_rule
-    kwargs = {"beam_size": beam_size}
-    if isinstance(translator, Translator) and decoding is not None:
-        # An imported checkpoint's own limit: at most max_length tokens, the last one forced to end.
-        if getattr(args, "max_length", None) is None and decoding.max_length is not None:
-            kwargs["max_length"] = decoding.max_length
-        kwargs["force_end"] = decoding.force_end
-    for flag, name, value in (("--length-penalty", "length_penalty", length_penalty),
-                              ("--length-penalty-rule", "length_penalty_rule", rule)):
-        if value is None:
-            continue
+    kwargs = {"beam_size": args.beam_size, "length_penalty": args.length_penalty,
+              "max_length": getattr(args, "max_length", None)}
+    if args.length_penalty_rule is not None:
         if not isinstance(translator, Translator):
-            raise ValueError(f"{flag} applies to run directories; {args.model} decodes with the "
-                             f"{name.replace('_', ' ')} it was exported with (export {flag})")
-        kwargs[name] = value
-    if beam_size == 1:
+            raise ValueError(f"--length-penalty-rule applies to run directories; {args.model} decodes with the "
+                             "length penalty rule it was exported with (export --length-penalty-rule)")
+        _with_length_penalty_rule(translator, decoding, args.length_penalty_rule)
+    if args.beam_size is None and decoding is None and not isinstance(translator, Translator):
+        beam_size = getattr(translator, "beam_size", None)  # what an export records (a SavedModel, CTranslate2)
+    if beam_size is None:
+        words = "as exported"
+    elif beam_size == 1:
         words = "greedy"
     elif isinstance(translator, Translator):
         alpha = length_penalty if length_penalty is not None else BeamSampler().length_penalty
@@ -62,16 +71,16 @@ def _decoding_arguments(args, translator, decoding):
     flags = (args.beam_size, args.length_penalty, args.length_penalty_rule)
     if decoding is not None and all(flag is None for flag in flags):
         words += f" (decoding.json: {decoding.describe()})"
-    return kwargs, words
+    resolved = {"beam_size": beam_size, "length_penalty": length_penalty, "length_penalty_rule": rule}
+    return kwargs, words, resolved
 
 
 def cmd_translate(args):
     translator, decoding = _load_translator(args.model)
-    decoding_kwargs, _ = _decoding_arguments(args, translator, decoding)
+    decoding_kwargs, _, _ = _decoding_arguments(args, translator, decoding)
     lines = read_stdin_lines()
     if args.plot_attention and not lines:
         raise ValueError("--plot-attention needs at least one input line on stdin")
-    decoding_kwargs.setdefault("max_length", args.max_length)
     outputs = translator.translate(lines, batch_size=args.batch_size,
                                    **decoding_kwargs) if lines else []
     for line in outputs:
@@ -84,9 +93,8 @@ def cmd_translate(args):
 
 
 def cmd_evaluate(args):
-    import sacrebleu
-
     from keras_transformer.data.corpus import read_parallel_corpus
+    from keras_transformer.scoring import corpus_scores
 
     corpus = read_parallel_corpus(args.src, args.ref)
     if corpus.dropped_empty:
@@ -95,20 +103,15 @@ def cmd_evaluate(args):
     if not len(corpus):
         raise ValueError(f"{args.src} / {args.ref}: no pair with both a source and a reference line to score")
     translator, decoding = _load_translator(args.model)
-    decoding_kwargs, decoding_words = _decoding_arguments(args, translator, decoding)
-    decoding_kwargs.setdefault("max_length", args.max_length)
+    decoding_kwargs, decoding_words, resolved = _decoding_arguments(args, translator, decoding)
     hypotheses = translator.translate(list(corpus.sources), batch_size=args.batch_size,
                                       verbose=1, **decoding_kwargs)
-    refs = [list(corpus.targets)]
-    metrics = {"bleu": sacrebleu.metrics.BLEU(), "bleu_lowercased": sacrebleu.metrics.BLEU(lowercase=True),
-               "chrf": sacrebleu.metrics.CHRF()}
-    scores = {name: metric.corpus_score(hypotheses, refs) for name, metric in metrics.items()}
-    signatures = {name: str(metric.get_signature()) for name, metric in metrics.items()}
-    bleu, bleu_lc, chrf = scores["bleu"], scores["bleu_lowercased"], scores["chrf"]
+    scores = corpus_scores(hypotheses, corpus.targets)
+    signatures = scores["signatures"]
     print(f"sentences: {len(hypotheses)}  decoding: {decoding_words}")
-    print(f"BLEU (cased, detokenized, sacreBLEU 13a) = {bleu.score:.2f}   {bleu}")
-    print(f"BLEU (lowercased)                        = {bleu_lc.score:.2f}")
-    print(f"chrF                                     = {chrf.score:.2f}")
+    print(f"BLEU (cased, detokenized, sacreBLEU 13a) = {scores['bleu']:.2f}   {scores['bleu_detail']}")
+    print(f"BLEU (lowercased)                        = {scores['bleu_lowercased']:.2f}")
+    print(f"chrF                                     = {scores['chrf']:.2f}")
     print(f"signatures: BLEU {signatures['bleu']}  chrF {signatures['chrf']}")
     if args.output:
         from keras_transformer.atomic import write_text
@@ -119,11 +122,9 @@ def cmd_evaluate(args):
 
         write_json(args.report, {
             "model": args.model, "src": args.src, "ref": args.ref, "sentences": len(hypotheses),
-            "decoding": decoding_words, "beam_size": decoding_kwargs["beam_size"],
-            "length_penalty": decoding_kwargs.get("length_penalty"),
-            "length_penalty_rule": decoding_kwargs.get("length_penalty_rule"),
-            "bleu": round(bleu.score, 4), "bleu_lowercased": round(bleu_lc.score, 4), "chrf": round(chrf.score, 4),
-            "bleu_detail": str(bleu), "signatures": signatures})
+            "decoding": decoding_words, **resolved,
+            "bleu": round(scores["bleu"], 4), "bleu_lowercased": round(scores["bleu_lowercased"], 4),
+            "chrf": round(scores["chrf"], 4), "bleu_detail": scores["bleu_detail"], "signatures": signatures})
     return 0
 
 
@@ -146,14 +147,14 @@ def cmd_tune(args):
     rule = args.length_penalty_rule or (decoding.length_penalty_rule if decoding is not None
                                         else DEFAULT_LENGTH_PENALTY_RULE)
 
-    # An imported checkpoint's length limit (and its forced end) stays what it was.
+    # The run's translator keeps its decoding's length limit and forced end (an imported checkpoint's own), and so
+    # does the choice.
+    _with_length_penalty_rule(translator, decoding, rule)
     keep = {} if decoding is None else {"max_length": decoding.max_length, "force_end": decoding.force_end}
 
     def translate(sources, beam_size, length_penalty):
-        beam = beam_size > 1
         return translator.translate(sources, beam_size=beam_size, batch_size=args.batch_size, verbose=progress,
-                                    length_penalty=length_penalty if beam else None,
-                                    length_penalty_rule=rule if beam else None, **keep)
+                                    length_penalty=length_penalty if beam_size > 1 else None)
 
     def show(row):
         print(f"beam {row['beam_size']}, length penalty {row['length_penalty']:g}: BLEU {row['bleu']:.2f}, "

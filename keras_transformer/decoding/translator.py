@@ -1,16 +1,123 @@
-"""Text in, text out: a trained model with its tokenizers, batched, greedy or beam search."""
+"""Text in, text out: `BaseTranslator` (what every translator has), and `Translator` (a trained model with its
+tokenizers, batched, greedy or beam search)."""
 
+import math
 import os
 
 import numpy as np
 
 from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.words import is_blank
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
+from keras_transformer.decoding.samplers import Sampler
 from keras_transformer.decoding.samplers import generate
+from keras_transformer.decoding.samplers import get_sampler
+from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.models import EnsembleParts
 from keras_transformer.models import TransformerParts
+
+
+class BaseTranslator:
+    """What every translator has, whatever runs it (`keras_transformer.load_translator` returns one): `translate`.
+
+    `translate(texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0)` returns a
+    list of strings, one per text, in order; a blank text gives `""`.
+
+    - `texts`: Python strings (or UTF-8 bytes).
+    - `beam_size`: 1 greedy, more for beam search of that width.
+    - `length_penalty`: the length penalty's exponent for beam search (greedy decoding has none).
+    - `batch_size`: sentences decoded together (a sentence's translation does not depend on its batch).
+    - `max_length`: most output tokens.
+    - `verbose`: 0 silent, 1 a progress bar.
+
+    `None` for `beam_size`, `length_penalty` or `max_length` means as the artifact decodes by default: a run as its
+    `decoding.json` says (else greedy), an export as it was exported. An export whose decoding is fixed in its graph
+    raises `ValueError`, naming the argument, for a value it cannot decode with.
+    """
+
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+        """Translates a list of sentences; returns a list of strings in the same order (see the class)."""
+        raise NotImplementedError
+
+    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
+        """A heat map of the cross-attention for one sentence; only a run's model has one (else `ValueError`)."""
+        raise ValueError(f"--plot-attention needs a run directory (the model and its tokenizers); a "
+                         f"{type(self).__name__} returns translations only")
+
+
+def check_fixed_setting(artifact, name, value, fixed, flag):
+    """`ValueError` unless `value` is `None` (the artifact's own) or what the artifact decodes with (`fixed`).
+
+    Args:
+        artifact: what is decoding (a path), for the message.
+        name: the `translate` argument.
+        value: the value asked for.
+        fixed: the value fixed at export, or `None` when the artifact does not record it.
+        flag: the `keras-transformer export` flag that sets it.
+    """
+    if value is None:
+        return
+    if fixed is not None and (value == fixed or isinstance(value, float) and math.isclose(value, fixed,
+                                                                                          rel_tol=1e-6)):
+        return
+    exported = f" ({fixed:g})" if fixed is not None else " (not recorded in the file)"
+    raise ValueError(f"{name}={value!r}: {artifact} decodes with the {name.replace('_', ' ')} it was exported with"
+                     f"{exported}; pass {name}=None, or re-export with `keras-transformer export RUN_DIR {flag} "
+                     f"{value}`, or translate the run directory")
+
+
+def translate_in_batches(texts, batch_size, verbose, translate_batch):
+    """`translate_batch(list of UTF-8 bytes) -> list of str` over `texts`, sorted by length, `batch_size` at a time;
+    the translations in the order of `texts`."""
+    batch_size = arguments.check_positive_int("batch_size", batch_size)
+    encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+    outputs = [""] * len(encoded)
+    order = np.argsort([len(t) for t in encoded], kind="stable")
+    progress = None
+    if verbose and len(encoded):
+        import keras
+
+        progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
+    for begin in range(0, len(order), batch_size):
+        chunk = order[begin: begin + batch_size]
+        for i, text in zip(chunk, translate_batch([encoded[i] for i in chunk])):
+            outputs[i] = text
+        if progress is not None:
+            progress.add(len(chunk))
+    return outputs
+
+
+def sampler_for(default, beam_size=None, length_penalty=None):
+    """The sampler that `translate(beam_size=..., length_penalty=...)` decodes with.
+
+    Args:
+        default: the translator's own decoding: a `DecodingSettings` (a run's `decoding.json`), a sampler, or `None`
+            (greedy).
+        beam_size: `None` (the default's), 1 (greedy) or more (beam search).
+        length_penalty: `None` (the default's, else `BeamSampler`'s) or the exponent for beam search.
+
+    The default's length penalty rule and `force_end` are kept. A sampling default (top-k, top-p, random) is kept
+    while `beam_size` is `None`.
+    """
+    if isinstance(default, Sampler):
+        if beam_size is None and (length_penalty is None or not isinstance(default, BeamSampler)):
+            return default
+        if isinstance(default, BeamSampler):
+            default = DecodingSettings(beam_size=default.num_beams, length_penalty=default.length_penalty,
+                                       length_penalty_rule=default.length_penalty_rule, force_end=default.force_end)
+        else:
+            default = DecodingSettings(beam_size=1, length_penalty=DEFAULT_LENGTH_PENALTY,
+                                       force_end=getattr(default, "force_end", False))
+    default = default or DecodingSettings(beam_size=1, length_penalty=DEFAULT_LENGTH_PENALTY)
+    beam_size = arguments.check_positive_int("beam_size", default.beam_size if beam_size is None else beam_size)
+    if beam_size == 1:
+        return GreedySampler(force_end=default.force_end)
+    return BeamSampler(num_beams=beam_size,
+                       length_penalty=default.length_penalty if length_penalty is None else length_penalty,
+                       length_penalty_rule=default.length_penalty_rule, force_end=default.force_end)
 
 
 def encode_sources(tokenizer, texts, max_length, pad_to_multiple=8):
@@ -35,7 +142,7 @@ def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
     return np.pad(packed, ((0, 0), (0, width - packed.shape[1])))
 
 
-class Translator:
+class Translator(BaseTranslator):
     """Translate sentences with a model from `build_transformer` and its source/target tokenizers.
 
     Sentences are sorted by length and decoded in batches (so padding stays small); each
@@ -48,9 +155,10 @@ class Translator:
             (to choose how it combines its members).
         source_tokenizer: `keras_transformer.data.SubwordTokenizer` of the source language.
         target_tokenizer: tokenizer of the target language (may be the same object).
-        max_length: longest output in tokens; defaults to the model's `max_length`.
-        jit_compile: decode with a cached XLA-compiled loop (much faster on CPU after the first
-            batch of each shape).
+        max_length: longest output in tokens; default `decoding`'s, else the model's `max_length`.
+        jit_compile: decode with an XLA-compiled loop, compiled once per batch shape and cached.
+        decoding: how `translate` decodes by default: a `DecodingSettings` (a run's `decoding.json`: beam size,
+            length penalty and its rule, `max_length`, `force_end`); `None` greedy.
 
     Example:
 
@@ -62,7 +170,7 @@ class Translator:
     (2, '')
     """
 
-    def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True):
+    def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True, decoding=None):
         if isinstance(model, (list, tuple)):
             model = EnsembleParts(model)
         if isinstance(model, EnsembleParts):
@@ -72,51 +180,49 @@ class Translator:
             self.parts = TransformerParts.from_model(model)
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
-        self.max_length = max_length or self.parts.max_length
+        self.decoding = decoding
+        self.max_length = max_length or getattr(decoding, "max_length", None) or self.parts.max_length
         self.jit_compile = jit_compile
 
-    def translate_ids(self, texts, beam_size=1, max_length=None, sampler=None, length_penalty=None,
-                      length_penalty_rule=None, force_end=False):
-        """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts."""
-        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), beam_size, max_length, sampler,
-                                 length_penalty, length_penalty_rule, force_end)
+    def decoding_sampler(self, beam_size=None, length_penalty=None):
+        """The sampler `translate(beam_size=..., length_penalty=...)` decodes with (see `sampler_for`)."""
+        return sampler_for(self.decoding, beam_size, length_penalty)
 
-    def _decode_rows(self, rows, beam_size, max_length, sampler=None, length_penalty=None, length_penalty_rule=None,
-                     force_end=False):
-        max_length = max_length or self.max_length
+    def translate_ids(self, texts, sampler, max_length=None):
+        """Output token ids `[B, L]` (after `[START]`, 0-padded) of one batch of texts, and their source ids."""
+        return self._decode_rows(tokenize_rows(self.source_tokenizer, texts), sampler, max_length)
+
+    def _decode_rows(self, rows, sampler, max_length):
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
-        if sampler is None:
-            beam = {} if length_penalty is None else {"length_penalty": length_penalty}
-            if length_penalty_rule is not None:
-                beam["length_penalty_rule"] = length_penalty_rule
-            sampler = (BeamSampler(num_beams=beam_size, force_end=force_end, **beam) if beam_size > 1
-                       else GreedySampler(force_end=force_end))
-        tokens = generate(self.model, source_ids, max_length, start, end, sampler=sampler,
+        tokens = generate(self.model, source_ids, max_length or self.max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
         return np.asarray(tokens), source_ids
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0, sampler=None,
-                  length_penalty=None, length_penalty_rule=None, force_end=False):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
             texts: Python strings (or UTF-8 bytes).
-            beam_size: 1 greedy, more for beam search (a shorthand for `sampler=BeamSampler(beam_size)`).
+            beam_size: 1 greedy, more for beam search; `None` as `decoding` says (else greedy).
+            length_penalty: the exponent of beam search's length penalty (GNMT's alpha, or transformers' with
+                `decoding`'s `length_penalty_rule`); `None` as `decoding` says, else `BeamSampler`'s 0.6
+                (`keras-transformer tune` chooses one on a held-out set).
             batch_size: sentences decoded together (sorted by length first).
             max_length: most output tokens; default the translator's.
             verbose: 0 silent, 1 a progress bar.
-            sampler: any `keras_transformer.decoding.samplers` sampler (or its name); overrides `beam_size`.
-            length_penalty: GNMT's alpha for beam search (`None`: `BeamSampler`'s 0.6; `keras-transformer tune`
-                chooses one on a held-out set).
-            length_penalty_rule: how beam search scores its hypotheses and stops, `"gnmt"` or `"transformers"`
-                (see `beam_search`; `None`: `BeamSampler`'s `"gnmt"`). The command line passes the run's choice
-                (`decoding.json`) when no `--length-penalty-rule` is given, as it does for the length penalty.
-            force_end: a translation that reaches `max_length` ends there (its last token is the end token), as
-                transformers' `forced_eos_token_id` makes it; the command line passes the run's choice.
+        """
+        sampler = self.decoding_sampler(beam_size, length_penalty)
+        return self.translate_with_sampler(texts, sampler, batch_size=batch_size, max_length=max_length,
+                                           verbose=verbose)
+
+    def translate_with_sampler(self, texts, sampler, batch_size=32, max_length=None, verbose=0):
+        """`translate` with any `keras_transformer.decoding.samplers` sampler (an object, a name or a config dict).
         """
         import keras
 
+        batch_size = arguments.check_positive_int("batch_size", batch_size)
+        sampler = get_sampler(sampler)
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
         outputs = [""] * len(texts)
         # Blank as the exported graph sees it (FastWordpiece's whitespace), so both give the same outputs.
@@ -126,8 +232,7 @@ class Translator:
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
-            tokens, _ = self._decode_rows([rows[i] for i in chunk], beam_size, max_length, sampler, length_penalty,
-                                          length_penalty_rule, force_end)
+            tokens, _ = self._decode_rows([rows[i] for i in chunk], sampler, max_length)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):
                 outputs[i] = text.decode("utf-8", errors="replace")
@@ -135,7 +240,7 @@ class Translator:
                 progress.add(len(chunk))
         return outputs
 
-    def plot_attention(self, text, path, beam_size=1, layer_index=-1):
+    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
         """Save a heat map of the cross-attention (averaged over heads) for one sentence to `path`."""
         if isinstance(self.parts, EnsembleParts):
             raise ValueError("--plot-attention shows one model's cross-attention; an ensemble has one per member: "
@@ -146,7 +251,7 @@ class Translator:
         import matplotlib.pyplot as plt
         from keras import ops
 
-        tokens, source_ids = self.translate_ids([text], beam_size=beam_size)
+        tokens, source_ids = self.translate_ids([text], self.decoding_sampler(beam_size))
         out = [int(t) for t in tokens[0] if t != 0]
         decoder_inputs = np.array([[self.target_tokenizer.start_id] + out[:-1]], dtype="int32") if out else None
         if decoder_inputs is None:

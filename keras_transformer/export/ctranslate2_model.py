@@ -19,6 +19,9 @@ from keras_transformer.atomic import atomic_path
 from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.data.words import is_blank
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
+from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
@@ -169,7 +172,8 @@ def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0)
             decoding = run.decoding
             json.dump({"max_length": int(decoding.max_length if decoding is not None and decoding.max_length
                                          else run.model_config.max_length),
-                       "force_end": bool(decoding is not None and decoding.force_end)}, f)
+                       "force_end": bool(decoding is not None and decoding.force_end),
+                       "beam_size": int(decoding.beam_size if decoding is not None else 1)}, f)
     if verbose:
         print(f"Wrote the CTranslate2 model {path} ({os.path.getsize(os.path.join(path, 'model.bin')) / 2**20:.1f} "
               f"MiB model.bin{', ' + quantization if quantization else ''})")
@@ -180,8 +184,12 @@ def is_ctranslate2_model(path):
     return os.path.exists(os.path.join(path, MARKER_FILE))
 
 
-class CTranslate2Translator:
+class CTranslate2Translator(BaseTranslator):
     """Translates with a directory written by `export_ctranslate2`: our tokenizers, CTranslate2's decoding.
+
+    The `translate` of every translator (`BaseTranslator`): `beam_size=None` decodes with the run's beam size at
+    export (`decoding.json`, else greedy); `length_penalty` is CTranslate2's (a hypothesis scores
+    `log_prob / length ** length_penalty`), 0.6 by default.
 
     Args:
         path: the directory.
@@ -202,10 +210,18 @@ class CTranslate2Translator:
         # A translation that reaches max_length ends there: its last token is the end token, which detokenizing
         # drops, so decoding one token fewer gives the same text (for greedy decoding exactly).
         self.force_end = bool(marker.get("force_end", False))
+        self.beam_size = int(marker.get("beam_size", 1))
         self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
-        """Translates a list of sentences; blank ones give ''."""
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+        """Translates a list of sentences; blank ones give '' (see the class for the decoding arguments).
+
+        `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call.
+        """
+        beam_size = arguments.check_positive_int("beam_size", self.beam_size if beam_size is None else beam_size)
+        batch_size = arguments.check_positive_int("batch_size", batch_size)
+        if length_penalty is None:
+            length_penalty = DEFAULT_LENGTH_PENALTY
         texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
         outputs = [""] * len(texts)
         todo = [i for i, t in enumerate(texts) if not is_blank(t)]
@@ -219,7 +235,7 @@ class CTranslate2Translator:
             sources, beam_size=beam_size, max_batch_size=batch_size,
             max_decoding_length=max(1, (max_length or self.max_length) - self.force_end),
             suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
-            length_penalty=0.6 if beam_size > 1 else 1.0,
+            length_penalty=length_penalty if beam_size > 1 else 1.0,
             min_decoding_length=0)  # CTranslate2's default (1) never lets a translation end at its first token
         width = max(1, max(len(r.hypotheses[0]) for r in results))
         ids = np.zeros((len(results), width), dtype="int32")

@@ -13,10 +13,12 @@ import json
 import os
 import time
 
-import numpy as np
 import tensorflow as tf
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.decoding.translator import BaseTranslator
+from keras_transformer.decoding.translator import check_fixed_setting
+from keras_transformer.decoding.translator import translate_in_batches
 
 CONFIG_FILE = os.path.join("assets.extra", "keras_transformer.json")
 
@@ -71,13 +73,13 @@ def directory_size(path):
     )
 
 
-def _read_int(module, name):
+def _read_number(module, name, kind=int):
     value = getattr(module, name, None)
-    return None if value is None else int(value.numpy())
+    return None if value is None else kind(value.numpy())
 
 
-class SavedModelTranslator:
-    """Translates with an exported SavedModel directory; the same `translate` interface as `Translator`.
+class SavedModelTranslator(BaseTranslator):
+    """Translates with an exported SavedModel directory; the `translate` of every translator (`BaseTranslator`).
 
     Sentences are sorted by length and sent in batches (the graph pads each batch to its longest sentence); every
     sentence's translation is independent of its batch.
@@ -85,8 +87,8 @@ class SavedModelTranslator:
     The decoding is fixed at export time. `beam_size=1` uses the `translate_greedy` signature; a `beam_size` equal
     to the exported `beam_size` uses `serving_default`; one equal to the width of `translate_beam` uses that
     signature; `beam_size=None` uses `serving_default` whatever it does. Other widths raise `ValueError`
-    (re-export with `keras-transformer export RUN --beam-size K`). Likewise `max_length` may only be `None` or the
-    exported `max_length`.
+    (re-export with `keras-transformer export RUN --beam-size K`). Likewise `length_penalty` and `max_length` may
+    only be `None` or the exported ones.
 
     Args:
         path: a directory written by `export_saved_model` (or any SavedModel whose `serving_default` maps
@@ -113,9 +115,10 @@ class SavedModelTranslator:
         self.signatures = dict(self.module.signatures)
         if "serving_default" not in self.signatures:
             raise ValueError(f"{path}: the SavedModel has no `serving_default` signature")
-        self.max_length = _read_int(self.module, "max_length")
-        self.beam_size = _read_int(self.module, "beam_size")
-        self.extra_beam_size = _read_int(self.module, "extra_beam_size")
+        self.max_length = _read_number(self.module, "max_length")
+        self.beam_size = _read_number(self.module, "beam_size")
+        self.extra_beam_size = _read_number(self.module, "extra_beam_size")
+        self.length_penalty = _read_number(self.module, "length_penalty", float)
 
     def _signature(self, beam_size):
         if beam_size is None:
@@ -133,13 +136,14 @@ class SavedModelTranslator:
             f"`keras-transformer export RUN_DIR --beam-size {beam_size}` or translate the run directory"
         )
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
             texts: a list of `str` (or UTF-8 `bytes`).
-            beam_size: 1 greedy; another width must have been exported (see the class docs); `None` the export's
-                default decoding.
+            beam_size: `None` the export's default decoding; 1 greedy; another width must have been exported (see
+                the class docs).
+            length_penalty: `None` or the exported one (fixed at export).
             batch_size: sentences per call of the graph.
             max_length: `None` or the exported `max_length` (fixed at export).
             verbose: 0 silent, 1 a progress bar.
@@ -148,30 +152,18 @@ class SavedModelTranslator:
             The translations (empty or whitespace-only inputs give `""`).
         """
         signature = self._signature(beam_size)
+        check_fixed_setting(self.path, "length_penalty", length_penalty, self.length_penalty, "--length-penalty")
         if max_length is not None and max_length != self.max_length:
             raise ValueError(
                 f"{self.path} decodes at most {self.max_length} tokens (fixed at export); got max_length="
                 f"{max_length}. Re-export with `keras-transformer export RUN_DIR --max-length {max_length}`"
             )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1; got {batch_size}")
-        encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
-        outputs = [""] * len(encoded)
-        order = np.argsort([len(t) for t in encoded], kind="stable")
-        progress = None
-        if verbose and len(encoded):
-            import keras
 
-            progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
-        for begin in range(0, len(order), batch_size):
-            chunk = order[begin : begin + batch_size]
-            batch = tf.constant([encoded[i] for i in chunk], dtype=tf.string)
-            result = signature(text=batch)["translation"].numpy()
-            for i, text in zip(chunk, result):
-                outputs[i] = text.decode("utf-8", errors="replace")
-            if progress is not None:
-                progress.add(len(chunk))
-        return outputs
+        def translate_batch(batch):
+            result = signature(text=tf.constant(batch, dtype=tf.string))["translation"].numpy()
+            return [text.decode("utf-8", errors="replace") for text in result]
+
+        return translate_in_batches(texts, batch_size, verbose, translate_batch)
 
     def translate_with_ids(self, texts):
         """One batch through `translate_with_ids`: `(translations, token_ids [B, max_length], scores [B])`."""
@@ -181,13 +173,6 @@ class SavedModelTranslator:
         result = self.signatures["translate_with_ids"](text=tf.constant(encoded, dtype=tf.string))
         translations = [t.decode("utf-8", errors="replace") for t in result["translation"].numpy()]
         return translations, result["token_ids"].numpy(), result["scores"].numpy()
-
-    def plot_attention(self, text, path, beam_size=1, layer_index=-1):
-        """Not available: a SavedModel holds no attention weights. Raises `ValueError`."""
-        raise ValueError(
-            f"--plot-attention needs a run directory (the model and its tokenizers); {self.path} is an exported "
-            "SavedModel, which returns translations only"
-        )
 
     def config(self):
         """The export settings written next to the SavedModel (`assets.extra/keras_transformer.json`), or `{}`."""

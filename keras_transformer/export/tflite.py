@@ -33,6 +33,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.decoding.translator import BaseTranslator
+from keras_transformer.decoding.translator import check_fixed_setting
+from keras_transformer.decoding.translator import translate_in_batches
 
 # The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
 # WordPiece tokenizers (`SubwordTokenizer`) use the first three; SentencePiece ones (imported checkpoints) the rest.
@@ -202,8 +205,11 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     return path
 
 
-class TFLiteTranslator:
+class TFLiteTranslator(BaseTranslator):
     """Runs a TFLite translator written by `export_tflite` with TensorFlow's interpreter and tensorflow-text ops.
+
+    The `translate` of every translator (`BaseTranslator`). The decoding (beam size, length penalty, `max_length`)
+    is fixed in the converted graph and not recorded in the file, so those arguments must be `None`.
 
     Args:
         path: the `.tflite` file (or its bytes).
@@ -221,6 +227,7 @@ class TFLiteTranslator:
         from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
 
         kwargs = {"model_content": path} if isinstance(path, bytes) else {"model_path": os.fspath(path)}
+        self.path = None if isinstance(path, bytes) else os.fspath(path)
         with warnings.catch_warnings():
             # TensorFlow 2.21 announces the move to `ai_edge_litert`; its interpreter is the one tensorflow-text's
             # op registrar is built for.
@@ -232,19 +239,27 @@ class TFLiteTranslator:
             )
         self.runner = self.interpreter.get_signature_runner("serving_default")
 
-    def translate(self, texts, batch_size=1):
-        """Translates Python strings (or UTF-8 bytes); returns a list of strings.
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+        """Translates Python strings (or UTF-8 bytes); returns a list of strings, in order.
 
         Args:
             texts: a list of `str` or `bytes`.
-            batch_size: sentences per interpreter call.
+            beam_size: `None` (as exported; any other value is a `ValueError`).
+            length_penalty: `None` (as exported; any other value is a `ValueError`).
+            batch_size: sentences per interpreter call (sorted by length first).
+            max_length: `None` (as exported; any other value is a `ValueError`).
+            verbose: 0 silent, 1 a progress bar.
 
         Returns:
-            The translations, in order.
+            The translations (empty or whitespace-only inputs give `""`).
         """
-        outputs = []
-        for begin in range(0, len(texts), batch_size):
-            chunk = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts[begin : begin + batch_size]]
-            result = self.runner(text=np.array(chunk, dtype=object))["translation"]
-            outputs.extend(t.decode("utf-8", errors="replace") for t in result)
-        return outputs
+        path = self.path or "the TFLite model"
+        check_fixed_setting(path, "beam_size", beam_size, None, "--beam-size")
+        check_fixed_setting(path, "length_penalty", length_penalty, None, "--length-penalty")
+        check_fixed_setting(path, "max_length", max_length, None, "--max-length")
+
+        def translate_batch(batch):
+            result = self.runner(text=np.array(batch, dtype=object))["translation"]
+            return [text.decode("utf-8", errors="replace") for text in result]
+
+        return translate_in_batches(texts, batch_size, verbose, translate_batch)

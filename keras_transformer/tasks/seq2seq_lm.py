@@ -24,10 +24,11 @@ import keras
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.tokenizers import load_tokenizer
-from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.samplers import serialize_sampler
+from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import sampler_for
 from keras_transformer.models import TransformerConfig
 
 CONFIG_FILE = "config.json"
@@ -44,7 +45,7 @@ class PresetError(ValueError):
     """A preset directory that cannot be loaded (the message names the file)."""
 
 
-class TransformerSeq2SeqLM:
+class TransformerSeq2SeqLM(BaseTranslator):
     """A trained encoder-decoder Transformer with its tokenizers: `generate()` text, save and load presets.
 
     Args:
@@ -89,19 +90,24 @@ class TransformerSeq2SeqLM:
         `Seq2SeqLM.generate`. `sampler` overrides the task's default for this call."""
         single = isinstance(inputs, (str, bytes))
         texts = [inputs] if single else list(inputs)
-        outputs = self.translator.translate(texts, batch_size=batch_size, max_length=max_length,
-                                            sampler=get_sampler(sampler) if sampler is not None else self.sampler)
+        outputs = self.translator.translate_with_sampler(texts, self.sampler if sampler is None else sampler,
+                                                         batch_size=batch_size, max_length=max_length)
         return outputs[0] if single else outputs
 
-    def translate(self, texts, beam_size=1, batch_size=32, max_length=None, verbose=0):
-        """The `Translator` interface (what `keras-transformer translate` calls)."""
-        sampler = self.sampler if beam_size == 1 else BeamSampler(num_beams=beam_size)
-        return self.translator.translate(texts, batch_size=batch_size, max_length=max_length, verbose=verbose,
-                                         sampler=sampler)
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+        """The `translate` of every translator (`BaseTranslator`; what `keras-transformer translate` calls).
 
-    def plot_attention(self, text, path, beam_size=1, layer_index=-1):
+        `beam_size` and `length_penalty` `None` decode with the task's `sampler`; otherwise greedy (`beam_size=1`)
+        or beam search (keeping the sampler's length penalty and its rule if it is a `BeamSampler`).
+        """
+        return self.translator.translate_with_sampler(texts, sampler_for(self.sampler, beam_size, length_penalty),
+                                                      batch_size=batch_size, max_length=max_length, verbose=verbose)
+
+    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
         """A heat map of the cross-attention for one sentence (see `Translator.plot_attention`)."""
-        return self.translator.plot_attention(text, path, beam_size=beam_size, layer_index=layer_index)
+        sampler = sampler_for(self.sampler, beam_size)
+        return self.translator.plot_attention(text, path, beam_size=getattr(sampler, "num_beams", 1),
+                                              layer_index=layer_index)
 
     # ------------------------------------------------------------------------------------------------------------
     # Presets.

@@ -40,3 +40,13 @@ def test_pad_source_rows_matches_encode_sources(run):
     assert (ids[:, 0] == tokenizer.start_id).all()
     assert ids[-1, max_length - 1] == tokenizer.end_id and (ids[-1, max_length:] == 0).all()
     assert tokenize_rows(tokenizer, []) == [] and pad_source_rows([], tokenizer, max_length).shape == (0, 8)
+
+
+def test_none_decodes_as_the_runs_decoding_says(run):
+    from keras_transformer.decoding.tuning import DecodingSettings
+
+    tuned = DecodingSettings(beam_size=4, length_penalty=1.0)
+    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer, jit_compile=False, decoding=tuned)
+    plain = Translator(run.model, run.source_tokenizer, run.target_tokenizer, jit_compile=False)
+    assert translator.translate(SENTENCES) == plain.translate(SENTENCES, beam_size=4, length_penalty=1.0)
+    assert translator.translate(SENTENCES, beam_size=1) == plain.translate(SENTENCES)

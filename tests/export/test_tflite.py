@@ -62,6 +62,12 @@ def test_translations_equal_the_saved_model(saved_translator, tflite_translator,
     assert len(set(expected)) > 1
 
 
+def test_the_decoding_fixed_in_the_file_is_the_only_one(tflite_translator):
+    for name in ("beam_size", "length_penalty", "max_length"):
+        with pytest.raises(ValueError, match=f"{name}=2: .* decodes with the {name.replace('_', ' ')} it was exported"):
+            tflite_translator.translate(["a"], **{name: 2})
+
+
 def test_bad_inputs_return_strings(saved_translator, tflite_translator):
     outputs = tflite_translator.translate(BAD_INPUTS)
     assert outputs == saved_translator.translate(BAD_INPUTS, beam_size=None)
