@@ -164,12 +164,12 @@ def peak_rss_mb():
 
 def run_engine(args):
     """Runs one engine in this process and prints its rows as JSON."""
-    import sacrebleu
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     from keras_transformer.runs.run import load_tokenizers
+    from keras_transformer.scoring import corpus_scores
 
     engine, path = args.engine.split("=", 1)
     sources = read_lines(args.src)
@@ -183,7 +183,7 @@ def run_engine(args):
         bleu_hyps = []
         for begin in range(0, min(args.bleu_sentences, len(sources)), 32):
             bleu_hyps += translate(sources[begin: min(begin + 32, args.bleu_sentences)], beam)
-        bleu = sacrebleu.corpus_bleu(bleu_hyps, [references[: len(bleu_hyps)]]).score
+        bleu = corpus_scores(bleu_hyps, references[: len(bleu_hyps)])["bleu"]
         for batch in args.batches:
             texts = sources[: args.sentences]
             chunks = [texts[i: i + batch] for i in range(0, len(texts), batch)]

@@ -129,7 +129,7 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
     >>> search.best.length_penalty, round(search.best.bleu, 1)
     (1.0, 100.0)
     """
-    import sacrebleu
+    from keras_transformer.scoring import corpus_scores
 
     sources, references = list(sources), list(references)
     if not sources:
@@ -150,9 +150,8 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
         start = time.perf_counter()
         hypotheses = translate(sources, beam_size=beam_size, length_penalty=alpha)
         seconds = time.perf_counter() - start
-        row = {"beam_size": beam_size, "length_penalty": alpha,
-               "bleu": float(sacrebleu.corpus_bleu(hypotheses, [references]).score),
-               "chrf": float(sacrebleu.corpus_chrf(hypotheses, [references]).score),
+        scores = corpus_scores(hypotheses, references)
+        row = {"beam_size": beam_size, "length_penalty": alpha, "bleu": scores["bleu"], "chrf": scores["chrf"],
                "seconds": round(seconds, 2)}
         rows.append(row)
         if on_row is not None:
