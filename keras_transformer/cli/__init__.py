@@ -2,7 +2,7 @@
 quickstart.
 
 Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate`, `tune` and
-`ensemble`; `export`; `import_checkpoint`; `plot_quickstart`), each registering its parser. Heavy imports
+`ensemble`; `export`; `import_checkpoint`; `plot`; `quickstart`), each registering its parser. Heavy imports
 (TensorFlow) happen only inside the subcommands, so `keras-transformer --help` answers at once.
 """
 
@@ -15,7 +15,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from keras_transformer.cli import export  # noqa: E402 - none of these imports TensorFlow
 from keras_transformer.cli import import_checkpoint  # noqa: E402
-from keras_transformer.cli import plot_quickstart  # noqa: E402
+from keras_transformer.cli import plot  # noqa: E402
+from keras_transformer.cli import quickstart  # noqa: E402
 from keras_transformer.cli import train  # noqa: E402
 from keras_transformer.cli import translate  # noqa: E402
 from keras_transformer.cli.settings import collect_settings  # noqa: E402
@@ -30,7 +31,7 @@ def build_parser():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true",
                         help="also show TensorFlow's native start-up log lines (absl, oneDNN, CUDA)")
-    for module in (train, translate, export, import_checkpoint, plot_quickstart):
+    for module in (train, translate, export, import_checkpoint, plot, quickstart):
         module.register(sub, common)
     return parser
 

@@ -1,20 +1,10 @@
-"""`keras-transformer plot` and `keras-transformer quickstart`."""
+"""`keras-transformer quickstart`: the main job on the embedded synthetic corpus (`keras_transformer.quickstart`)."""
 
 import os
 
 from keras_transformer.cli.settings import add_settings_flags
 from keras_transformer.cli.settings import positive_int
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
-
-
-def cmd_plot(args):
-    from keras_transformer.training.callbacks import load_history
-    from keras_transformer.training.plots import plot_history
-
-    out = args.output or os.path.join(args.run_dir, "history.png")
-    plot_history(load_history(os.path.join(args.run_dir, "history.json")), out)
-    print(f"wrote {out}")
-    return 0
 
 
 def cmd_quickstart(args):
@@ -26,13 +16,7 @@ def cmd_quickstart(args):
 
 
 def register(sub, common):
-    """Adds this module's subcommand(s) to the `keras-transformer` parser."""
-    p = sub.add_parser("plot", parents=[common], help="plot training curves of a run",
-                       description="Plot loss/accuracy curves from RUN_DIR/history.json to a PNG.")
-    p.add_argument("run_dir")
-    p.add_argument("--output", help="PNG path (default RUN_DIR/history.png)")
-    p.set_defaults(func=cmd_plot)
-
+    """Adds this module's subcommand to the `keras-transformer` parser."""
     p = sub.add_parser("quickstart", parents=[common], help="the main job on the embedded data (no download)",
                        description="Train on a built-in synthetic date-translation corpus (spelled-out English "
                                    "dates -> ISO dates), report held-out exact match and show translations.")
