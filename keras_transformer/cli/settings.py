@@ -58,7 +58,7 @@ def add_settings_flags(parser):
     group.add_argument("--shared-vocab", action="store_true", default=None,
                        help="one subword vocabulary for both languages")
     group.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
-                       help="compile the train step with XLA (default on: 2-3x faster on CPU)")
+                       help="compile the train step with XLA (default on; docs/benchmarks.md has its speed)")
     group.add_argument("--no-max-minutes", action="store_true", default=False,
                        help="drop the --config file's time budget: train its --epochs whatever they take (the "
                             "same work on a slower machine)")

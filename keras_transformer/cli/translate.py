@@ -245,6 +245,5 @@ def register(sub, common):
     p.add_argument("--overwrite", action="store_true", help="replace an ensemble directory's members")
     p.add_argument("--combine", choices=["log_prob", "prob"], default="log_prob",
                    help="how the members' next-token distributions become one: the mean of their log-probabilities "
-                        "(default, Marian's rule) or the log of the mean of their probabilities (fairseq's); they "
-                        "tied on Multi30k val (docs/quality.md)")
+                        "(default, Marian's rule) or the log of the mean of their probabilities (fairseq's)")
     p.set_defaults(func=cmd_ensemble)

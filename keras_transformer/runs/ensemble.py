@@ -82,7 +82,7 @@ def write_ensemble(directory, member_directories, overwrite=False, combine="log_
 
     `combine` is how decoding combines the members' next-token distributions: "log_prob" (the mean of their
     log-probabilities, Marian's rule and the default) or "prob" (the log of the mean of their probabilities,
-    fairseq's); on Multi30k val the two tied (docs/quality.md).
+    fairseq's).
 
     Raises:
         FileExistsError: `directory` already holds an ensemble (or a run) and `overwrite` is false.
