@@ -122,7 +122,7 @@ def test_exports_translate_like_the_python_translator(imported, tmp_path, texts)
     expected = Translator(run.model, run.source_tokenizer, run.target_tokenizer, max_length=64,
                           decoding=run.decoding).translate(texts, beam_size=1)
     paths = export_run(imported, saved_model=str(tmp_path / "saved"), tflite=str(tmp_path / "m.tflite"),
-                       max_length=64, verbose=0)
+                       beam_size=1, max_length=64, verbose=0)
     export_ctranslate2(imported, str(tmp_path / "ct2"), verbose=0)
     assert SavedModelTranslator(paths["saved_model"]).translate(texts) == expected
     assert CTranslate2Translator(str(tmp_path / "ct2")).translate(texts, beam_size=1, max_length=64) == expected
