@@ -4,6 +4,7 @@ tokenizers, batched, greedy or beam search)."""
 import math
 import os
 
+import keras
 import numpy as np
 
 from keras_transformer.data.packing import pack_rows
@@ -156,7 +157,9 @@ class Translator(BaseTranslator):
         source_tokenizer: `keras_transformer.data.SubwordTokenizer` of the source language.
         target_tokenizer: tokenizer of the target language (may be the same object).
         max_length: longest output in tokens; default `decoding`'s, else the model's `max_length`.
-        jit_compile: decode with an XLA-compiled loop, compiled once per batch shape and cached.
+        jit_compile: decode with a compiled loop, compiled once per batch shape and cached; default `True` on
+            TensorFlow and JAX (XLA), `False` on PyTorch, whose `torch.compile` unrolls the decoding loop and takes
+            minutes per batch shape on CPU.
         decoding: how `translate` decodes by default: a `DecodingSettings` (a run's `decoding.json`: beam size,
             length penalty and its rule, `max_length`, `force_end`); `None` greedy.
 
@@ -170,7 +173,7 @@ class Translator(BaseTranslator):
     (2, '')
     """
 
-    def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=True, decoding=None):
+    def __init__(self, model, source_tokenizer, target_tokenizer, max_length=None, jit_compile=None, decoding=None):
         if isinstance(model, (list, tuple)):
             model = EnsembleParts(model)
         if isinstance(model, EnsembleParts):
@@ -182,7 +185,7 @@ class Translator(BaseTranslator):
         self.target_tokenizer = target_tokenizer
         self.decoding = decoding
         self.max_length = max_length or getattr(decoding, "max_length", None) or self.parts.max_length
-        self.jit_compile = jit_compile
+        self.jit_compile = keras.backend.backend() != "torch" if jit_compile is None else jit_compile
 
     def decoding_sampler(self, beam_size=None, length_penalty=None):
         """The sampler `translate(beam_size=..., length_penalty=...)` decodes with (see `sampler_for`)."""

@@ -75,9 +75,10 @@ def test_beam_ensemble_scores_are_the_mean_log_probabilities_penalized(alpha, co
         assert scores[row] == pytest.approx(penalized(total, len(out), alpha), abs=1e-4)
 
 
-# On PyTorch one compiled ensemble decoding costs CI 7-8 minutes (444-483 s measured): there the default rule only;
-# `prob` is the same loop with other ops in one step, checked eagerly on every backend above.
-@pytest.mark.parametrize("combine", ["log_prob"] if backend() == "torch" else ["log_prob", "prob"])
+# Not on PyTorch: torch.compile unrolls the decoding loop (minutes per shape on CPU), PyTorch decodes eagerly by
+# default, and test_beam_search keeps one compiled check there. The ensemble's decoding is checked eagerly above.
+@pytest.mark.skipif(backend() == "torch", reason="PyTorch decodes eagerly by default; one compiled check elsewhere")
+@pytest.mark.parametrize("combine", ["log_prob", "prob"])
 def test_compiled_ensemble_decoding_matches_eager(combine):
     ensemble = EnsembleParts(_members(), combine=combine)
     src = sources()

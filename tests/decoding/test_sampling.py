@@ -83,6 +83,8 @@ def test_rows_end_with_padding_and_traced_functions_match_eager():
 
         traced = tf.function(decode, input_signature=[tf.TensorSpec([None, None], tf.int32)])
         np.testing.assert_array_equal(to_numpy(traced(tf.constant(src))), eager)
+    if keras.backend.backend() == "torch":
+        return  # PyTorch decodes eagerly by default (torch.compile unrolls the loop); one compiled check elsewhere
     compiled = pad_to(sample_decode(model, src, 8, START, END, top_k=3, seed=5, jit_compile=True), 8)
     np.testing.assert_array_equal(compiled, eager)  # XLA, the random numbers drawn outside
     gc.collect()  # the cached compiled function keeps what it needs alive
