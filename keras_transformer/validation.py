@@ -2,7 +2,7 @@
 
 CLI flags, config files and Python arguments all end up as one flat dict of settings; `check_settings` checks each
 one against its rule and the combinations that must agree, and raises `SettingError` with the setting's name, the
-value and what is allowed. Nothing is changed silently: a value is either accepted as given or refused.
+value and what is allowed. Nothing is changed behind the user's back: a value is either accepted as given or refused.
 `TransformerConfig` and `TrainingConfig` run the same rules when they are built, so the Python API gets the same
 messages as the command line.
 

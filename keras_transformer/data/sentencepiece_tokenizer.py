@@ -85,7 +85,7 @@ class SentencePieceTokenizer(tf.Module):
             unused pieces, no whitespace-as-suffix, no denormalizer: OPUS-MT's models); `"standard"` runs
             `tensorflow_text.SentencepieceTokenizer` (any model, no TFLite); `"auto"` picks `"fast"` where the
             model allows it. `engine` holds the choice. The standard engine keeps its model in TensorFlow's kernel
-            cache, which `keras.backend.clear_session()` empties: build the tokenizer again after that.
+            cache, which resetting Keras' global state empties: build the tokenizer again after that.
 
     Example (`checkpoint_dir` holds an OPUS-MT checkpoint in the Hugging Face layout):
 

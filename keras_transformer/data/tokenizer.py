@@ -293,7 +293,7 @@ class SubwordTokenizer(tf.Module):
                 out of learning (and become `[UNK]` if no piece covers them).
             max_bytes_per_word: longer words are tokenized as `[UNK]`.
             batch_size: sentences per tokenizer call while learning the attachment flags.
-            verbose: 0 silent, 1 progress bars and a summary line.
+            verbose: 0 quiet, 1 progress bars and a summary line.
 
         Returns:
             A trained `SubwordTokenizer`.
@@ -414,7 +414,7 @@ def train_tokenizers(corpus, vocab_size=8000, shared=False, verbose=1, **kwargs)
         vocab_size: vocabulary size of each tokenizer (of the single one when `shared`).
         shared: train one tokenizer on source and target text together and return it twice (needed to tie the
             source embedding, target embedding and output projection).
-        verbose: 0 silent, 1 progress bars.
+        verbose: 0 quiet, 1 progress bars.
         **kwargs: passed to `SubwordTokenizer.train`.
 
     Returns:

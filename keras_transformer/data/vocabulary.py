@@ -91,7 +91,7 @@ def learn_attachment(tokenizer, texts, batch_size=1024, punctuation_only=True, m
             own, plus CJK ideographs) may get a flag. Words never do: a word that mostly ends a sentence
             ("street.") or mostly follows a hyphen ("t-shirt") must not glue itself to its neighbours.
         min_count: occurrences needed of each parity before a token may be `paired`.
-        verbose: 0 silent, 1 a progress bar.
+        verbose: 0 quiet, 1 a progress bar.
 
     Returns:
         `(attach_left, attach_right, paired)`: boolean arrays over the vocabulary.

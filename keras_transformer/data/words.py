@@ -105,7 +105,7 @@ def count_words(texts, verbose=1):
 
     Args:
         texts: an iterable of Python strings (or bytes, decoded as UTF-8).
-        verbose: 0 silent, 1 a `keras.utils.Progbar`.
+        verbose: 0 quiet, 1 a `keras.utils.Progbar`.
 
     Returns:
         A `collections.Counter` from word to count.

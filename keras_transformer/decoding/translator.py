@@ -213,7 +213,7 @@ class Translator(BaseTranslator):
                 (`keras-transformer tune` chooses one on a held-out set).
             batch_size: sentences decoded together (sorted by length first).
             max_length: most output tokens; default the translator's.
-            verbose: 0 silent, 1 a progress bar.
+            verbose: 0 quiet, 1 a progress bar.
         """
         sampler = self.decoding_sampler(beam_size, length_penalty)
         return self.translate_with_sampler(texts, sampler, batch_size=batch_size, max_length=max_length,

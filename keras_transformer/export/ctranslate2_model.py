@@ -145,7 +145,7 @@ def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0)
         path: the directory to write (atomically).
         quantization: CTranslate2 weight type (`None` float32, `"int8"`, `"int8_float32"`, `"float16"`, ...).
         overwrite: replace an existing directory.
-        verbose: 0 silent, 1 print what was written.
+        verbose: 0 quiet, 1 print what was written.
 
     Returns:
         The path.

@@ -62,7 +62,7 @@ def export_run(
             see `keras_transformer.decoding.beam_search`); default the run's (`decoding.json`), else `"gnmt"`.
         tflite_quantize: `None`, `"float16"` or `"dynamic_range"` weights for the TFLite model (see
             `export_tflite`).
-        verbose: 0 silent, 1 print what was written.
+        verbose: 0 quiet, 1 print what was written.
         jit_compile: the SavedModel decodes in one XLA program (TF Serving needs
             `--xla_cpu_compilation_enabled=true`); `False` writes plain graph ops. The TFLite model never uses XLA.
         overwrite: replace an existing SavedModel directory / TFLite file (else they are refused before any

@@ -33,7 +33,7 @@ def export_saved_model(translator, path, verbose=0):
     Args:
         translator: a `keras_transformer.export.TranslatorModule`.
         path: the SavedModel directory to write (atomically: an earlier export there is replaced whole).
-        verbose: 0 silent, 1 print what was written.
+        verbose: 0 quiet, 1 print what was written.
 
     Returns:
         The path.
@@ -146,7 +146,7 @@ class SavedModelTranslator(BaseTranslator):
             length_penalty: `None` or the exported one (fixed at export).
             batch_size: sentences per call of the graph.
             max_length: `None` or the exported `max_length` (fixed at export).
-            verbose: 0 silent, 1 a progress bar.
+            verbose: 0 quiet, 1 a progress bar.
 
         Returns:
             The translations (empty or whitespace-only inputs give `""`).

@@ -155,7 +155,7 @@ def export_tflite(translator, path, quantize=None, verbose=0):
         quantize: `None` (float32 weights), `"float16"` (weights stored in float16, computed in float32: about half
             the size) or `"dynamic_range"` (int8 weights; matmuls with int8-quantized activations: about a quarter
             of the size, faster, and the least exact).
-        verbose: 0 silent, 1 print what was written.
+        verbose: 0 quiet, 1 print what was written.
 
     Returns:
         The path.
@@ -248,7 +248,7 @@ class TFLiteTranslator(BaseTranslator):
             length_penalty: `None` (as exported; any other value is a `ValueError`).
             batch_size: sentences per interpreter call (sorted by length first).
             max_length: `None` (as exported; any other value is a `ValueError`).
-            verbose: 0 silent, 1 a progress bar.
+            verbose: 0 quiet, 1 a progress bar.
 
         Returns:
             The translations (empty or whitespace-only inputs give `""`).

@@ -28,7 +28,7 @@ def resolve_source(source, files, verbose=1):
     Args:
         source: a local directory, or `hf://OWNER/NAME[@REVISION]`.
         files: glob patterns of the files to download from the Hub (the rest of the repository is not fetched).
-        verbose: 0 silent, 1 the Hub's progress bars.
+        verbose: 0 quiet, 1 the Hub's progress bars.
 
     Raises:
         CheckpointError: a local path that is not a directory, a malformed hub id, or a hub that cannot be reached.

@@ -268,7 +268,7 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
         output_dir: the run directory to write. It is written whole or not at all (a temporary directory renamed
             into place); an existing run there is replaced only with `overwrite`.
         overwrite: replace a run directory at `output_dir`.
-        verbose: 0 silent, 1 a line per step.
+        verbose: 0 quiet, 1 a line per step.
 
     Returns:
         `output_dir`.
