@@ -32,7 +32,7 @@ class BaseTranslator:
     - `length_penalty`: the length penalty's exponent for beam search (greedy decoding has none).
     - `batch_size`: sentences decoded together (a sentence's translation does not depend on its batch).
     - `max_length`: most output tokens.
-    - `verbose`: 0 silent, 1 a progress bar.
+    - `verbose`: 0 quiet, 1 a progress bar.
 
     `None` for `beam_size`, `length_penalty` or `max_length` means as the artifact decodes by default: a run as its
     `decoding.json` says (else greedy), an export as it was exported. An export whose decoding is fixed in its graph
