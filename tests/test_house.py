@@ -33,3 +33,23 @@ def test_no_line_of_the_package_is_over_120_characters():
         with open(path, encoding="utf-8") as f:
             long_lines += [f"{module}:{i}" for i, line in enumerate(f, 1) if len(line.rstrip("\n")) > 120]
     assert long_lines == []
+
+
+def test_the_product_text_speaks_of_the_product_only():
+    """README, docs, the package, the examples and the benchmarks never speak of development sessions, the machines
+    that wrote them, lending, or issue numbers (the same check as `grep -rniE "session|slow machine|the VM|lent|issue
+    [0-9]"`): a figure names its command and its hardware as a specification."""
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pattern = re.compile(r"session|slow machine|the VM|lent|issue [0-9]", re.IGNORECASE)
+    paths = [os.path.join(root, "README.md")]
+    for folder in ("docs", "keras_transformer", "examples", "benchmarks"):
+        for directory, _, names in os.walk(os.path.join(root, folder)):
+            paths += [os.path.join(directory, n) for n in names if n.endswith((".md", ".py", ".yaml", ".yml", ".sh"))]
+    found = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            found += [f"{os.path.relpath(path, root)}:{i}: {line.strip()[:80]}" for i, line in enumerate(f, 1)
+                      if pattern.search(line)]
+    assert found == []
