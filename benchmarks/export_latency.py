@@ -34,7 +34,7 @@ from keras_transformer.export import (  # noqa: E402
     export_tflite,
 )
 from keras_transformer.export.saved_model import directory_size  # noqa: E402
-from keras_transformer.training.trainer import load_run  # noqa: E402
+from keras_transformer.runs.run import load_run  # noqa: E402
 
 
 def parse_args(argv=None):

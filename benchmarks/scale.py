@@ -144,7 +144,8 @@ def child_train(args):
     import keras
 
     from keras_transformer.data.streaming import scan_corpus
-    from keras_transformer.training.trainer import TrainingConfig, train
+    from keras_transformer.runs.config import TrainingConfig
+    from keras_transformer.training.trainer import train
 
     class StepClock(keras.callbacks.Callback):
         def __init__(self):
@@ -178,7 +179,8 @@ def child_pipeline(args):
     """Times the training input pipeline alone (the run's tokenizers, the same batching), batches per second."""
     from keras_transformer.data.pipeline import DataPosition, make_epoch_dataset
     from keras_transformer.data.streaming import file_pairs, resolve_files
-    from keras_transformer.training.trainer import TrainingConfig, load_tokenizers
+    from keras_transformer.runs.config import TrainingConfig
+    from keras_transformer.runs.run import load_tokenizers
 
     config = TrainingConfig(**training_settings(args))
     src_files, tgt_files = resolve_files(args.src), resolve_files(args.tgt, "--tgt")

@@ -53,11 +53,12 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    import sacrebleu
-
     from keras_transformer.data.corpus import ParallelCorpus, download_multi30k, read_parallel_corpus
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.training.trainer import load_run, load_settings_file, split_settings, train
+    from keras_transformer.runs.run import load_run
+    from keras_transformer.scoring import corpus_scores
+    from keras_transformer.training.trainer import train
+    from keras_transformer.validation import check_settings, load_settings_file
 
     if args.members < 1:
         raise SystemExit(f"--members {args.members}: expected 1 or more")
@@ -98,7 +99,7 @@ def main(argv=None):
                 print(f"member {i}: {member} is trained already", flush=True)
                 runs.append(load_run(member))
                 continue
-            model_settings, training_settings = split_settings({**settings, "seed": settings.get("seed", 0) + i})
+            model_settings, training_settings = check_settings({**settings, "seed": settings.get("seed", 0) + i})
             if len(members) > 1:
                 print(f"member {i} of {len(members)}: seed {training_settings['seed']}, "
                       f"{format(settings['max_minutes'], 'g') if settings.get('max_minutes') else 'no'} minutes "
@@ -128,7 +129,6 @@ def main(argv=None):
     results = {"train_seconds": train_seconds, "members": len(runs),
                "parameters": sum(run.model.count_params() for run in runs), "test_sentences": len(test)}
     results.update(training_totals(members))
-    refs = [list(test.targets)]
     hypotheses = {}
     for name, beam in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
         t0 = time.time()
@@ -137,13 +137,12 @@ def main(argv=None):
         hypotheses[name] = hyps
         with open(os.path.join(args.output, f"test2016.{name}.{tgt}"), "w", encoding="utf-8") as f:
             f.write("\n".join(hyps) + "\n")
-        bleu = sacrebleu.metrics.BLEU()
-        score = bleu.corpus_score(hyps, refs)
+        scores = corpus_scores(hyps, test.targets)
         results[name] = {
-            "bleu": round(score.score, 2),
-            "bleu_lowercase": round(sacrebleu.corpus_bleu(hyps, refs, lowercase=True).score, 2),
-            "chrf": round(sacrebleu.corpus_chrf(hyps, refs).score, 2),
-            "signature": str(bleu.get_signature()),
+            "bleu": round(scores["bleu"], 2),
+            "bleu_lowercased": round(scores["bleu_lowercased"], 2),
+            "chrf": round(scores["chrf"], 2),
+            "signature": scores["signatures"]["bleu"],
             "decode_seconds": round(time.time() - t0, 1),
         }
     if decoding is not None:
@@ -163,7 +162,7 @@ def main(argv=None):
     for name in ("greedy", best):
         r = results[name]
         print(f"test2016 {src}->{tgt} {name:>7}: sacreBLEU {r['bleu']:.2f} (cased, detokenized), "
-              f"lowercased {r['bleu_lowercase']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
+              f"lowercased {r['bleu_lowercased']:.2f}, chrF {r['chrf']:.2f}  [{r['decode_seconds']} s]")
     if "epochs" in results:
         epochs = results["epochs"]
         print(f"training: {epochs} epoch{'s' if epochs != 1 else ''} over {len(runs)} run(s), "
@@ -211,10 +210,8 @@ def tune_on_validation(translator, output, val_src, val_tgt, beam_size, max_pair
     return search.best
 
 
-# Members that fit fewer epochs than this into their share of the minutes were no better as an ensemble than one
-# model given all the minutes (docs/quality.md: two 5-epoch members 36.7 test2016 BLEU against one 11-epoch model's
-# 39.9; two 12-epoch members val 40.99, test2016 41.18 against one 25-epoch model's val 42.64 / 41.95, test2016
-# 41.22; two 19-epoch members beat one model by 1.3). The crossover lies between 12 and 19 epochs per member.
+# Members that fit fewer epochs than this into their share of the minutes are, as an ensemble, no better than one
+# model given all the minutes (docs/quality.md has the runs that place the crossover).
 SHORT_MEMBER_EPOCHS = 13
 
 

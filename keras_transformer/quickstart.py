@@ -39,7 +39,8 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
     """
     from keras_transformer.data.synthetic import make_synthetic_splits
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.training.trainer import split_settings, train
+    from keras_transformer.training.trainer import train
+    from keras_transformer.validation import check_settings
 
     import sys
 
@@ -47,7 +48,7 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
         verbose = 1 if sys.stdout.isatty() else 2
     all_settings = dict(QUICKSTART_SETTINGS)
     all_settings.update(settings or {})
-    model_settings, training_settings = split_settings(all_settings)
+    model_settings, training_settings = check_settings(all_settings)
     start = time.time()
     train_corpus, heldout = make_synthetic_splits(num_train or 20000, num_heldout or 1000, seed=0)
     # Validation loss is watched on part of the held-out pairs (it picks nothing; no early stopping).

@@ -354,7 +354,7 @@ def test_causal_mask_blocks_the_future(model_name, encoder_ids, decoder_ids, dat
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """The tiny random-weight run of the export tests (tests/export/helpers.py), loaded back."""
-    from keras_transformer.training.trainer import load_run
+    from keras_transformer.runs.run import load_run
     from tests.export.helpers import write_tiny_run
 
     return load_run(write_tiny_run(tmp_path_factory.mktemp("properties") / "tiny-run"))
@@ -474,7 +474,7 @@ def _saved_model_translator(path):
 
 def _setting_names():
     from keras_transformer.models import TransformerConfig
-    from keras_transformer.training.trainer import TrainingConfig
+    from keras_transformer.runs.config import TrainingConfig
 
     model = {f.name for f in dataclasses.fields(TransformerConfig)} - {"src_vocab_size", "tgt_vocab_size"}
     training = {f.name for f in dataclasses.fields(TrainingConfig)}
@@ -483,7 +483,7 @@ def _setting_names():
 
 def _setting_defaults():
     from keras_transformer.models import TransformerConfig
-    from keras_transformer.training.trainer import TrainingConfig
+    from keras_transformer.runs.config import TrainingConfig
 
     return {f.name: f.default for cls in (TransformerConfig, TrainingConfig) for f in dataclasses.fields(cls)}
 

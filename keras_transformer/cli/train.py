@@ -20,9 +20,11 @@ def cmd_train(args):
         raise ValueError("--val-src and --val-tgt go together")
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.data.streaming import scan_corpus
-    from keras_transformer.training.trainer import TrainingConfig, split_settings, train
+    from keras_transformer.runs.config import TrainingConfig
+    from keras_transformer.training.trainer import train
+    from keras_transformer.validation import check_settings
 
-    model_settings, training_settings = split_settings(settings)
+    model_settings, training_settings = check_settings(settings)
     config = TrainingConfig(**training_settings)
     verbose = 1 if sys.stdout.isatty() else 2
     # A fine-tune keeps its starting run's vocabulary: the scan samples nothing to learn one from.

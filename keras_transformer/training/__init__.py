@@ -9,9 +9,9 @@ distribution settings, and pick the backend they need, before Keras is imported.
 import importlib
 
 _LAZY = {
-    "BestModelCheckpoint": "keras_transformer.training.saving",
-    "StopOnNonFiniteLoss": "keras_transformer.training.saving",
-    "LastModelCheckpoint": "keras_transformer.training.saving",
+    "BestModelCheckpoint": "keras_transformer.training.model_checkpoints",
+    "StopOnNonFiniteLoss": "keras_transformer.training.model_checkpoints",
+    "LastModelCheckpoint": "keras_transformer.training.model_checkpoints",
     "FitCosineToBudget": "keras_transformer.training.callbacks",
     "HistoryLogger": "keras_transformer.training.callbacks",
     "TimeBudget": "keras_transformer.training.callbacks",

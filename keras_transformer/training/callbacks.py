@@ -12,9 +12,8 @@ import keras
 
 from keras_transformer.atomic import write_json
 from keras_transformer.atomic import write_text
-from keras_transformer.training.saving import BestModelCheckpoint
-from keras_transformer.training.saving import LastModelCheckpoint
-from keras_transformer.training.saving import StopOnNonFiniteLoss  # noqa: F401 - re-exported
+from keras_transformer.training.model_checkpoints import BestModelCheckpoint
+from keras_transformer.training.model_checkpoints import LastModelCheckpoint
 
 
 def _clock():

@@ -1,7 +1,7 @@
 """`train`: one training run, from a parallel corpus to a run directory (`keras_transformer.runs.layout`).
 
 Re-running the same call resumes an interrupted run; `Run`, `load_run` and `TrainingConfig` live in
-`keras_transformer.runs` (they are re-exported here for code written against earlier versions).
+`keras_transformer.runs`.
 """
 
 import contextlib
@@ -18,36 +18,30 @@ import keras
 import numpy as np
 
 from keras_transformer.data import train_tokenizers
-from keras_transformer.data.pipeline import DataPosition
-from keras_transformer.data.pipeline import count_batches
-from keras_transformer.data.pipeline import duplicate_rows
-from keras_transformer.data.pipeline import with_batch_count
 from keras_transformer.data.pipeline import with_known_length
-from keras_transformer.data.pipeline import make_epoch_dataset
 from keras_transformer.data.streaming import pairs_source
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs import ResumableCheckpoint
 from keras_transformer.runs import RunLock
+from keras_transformer.runs import TrainingDivergedError
 from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
 from keras_transformer.runs import restore_checkpoint
+from keras_transformer.runs.config import TrainingConfig
 from keras_transformer.runs.directory import check_output_path
 from keras_transformer.runs.directory import check_resume_settings
 from keras_transformer.runs.directory import prepare_run_directory
 from keras_transformer.runs.directory import read_run_config
-from keras_transformer.runs.config import TrainingConfig
 from keras_transformer.runs.layout import MODEL_FILE
 from keras_transformer.runs.run import Run
-from keras_transformer.runs.run import RunFileError  # noqa: F401 - re-exported
-from keras_transformer.runs.run import load_run  # noqa: F401 - re-exported
+from keras_transformer.runs.run import load_run
 from keras_transformer.runs.run import load_tokenizers
 from keras_transformer.runs.run import save_model
 from keras_transformer.runs.run import save_tokenizers
 from keras_transformer.runs.run import write_run_config
 from keras_transformer.training.callbacks import load_history
-from keras_transformer.training.saving import StopOnNonFiniteLoss
 from keras_transformer.training.callbacks import make_callbacks
-from keras_transformer.runs import TrainingDivergedError
+from keras_transformer.training.datasets import training_data
 from keras_transformer.training.distribution import DistributionConfig
 from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.fine_tuning import copy_weights
@@ -55,22 +49,11 @@ from keras_transformer.training.fine_tuning import describe_fine_tuning
 from keras_transformer.training.fine_tuning import fine_tuning_settings
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
+from keras_transformer.training.model_checkpoints import StopOnNonFiniteLoss
 from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import make_optimizer
 from keras_transformer.training.schedule import make_schedule
 from keras_transformer.validation import check_settings
-from keras_transformer.validation import load_settings_file  # noqa: F401 - re-exported (used to live here)
-
-
-
-
-def split_settings(settings):
-    """Split a flat settings dict (CLI flags or a config file) into model and training settings, checked.
-
-    Raises:
-        SettingError: (a `ValueError`) naming the setting, the value and what is allowed.
-    """
-    return check_settings(settings)
 
 
 class WeightAveraging(keras.callbacks.Callback):
@@ -162,7 +145,66 @@ def train(
     >>> os.path.exists(os.path.join(tmp, "dates", "model.keras")), run.model_config.num_layers
     (True, 1)
     """
-    # Every setting is checked before any work starts (SettingError names the setting, the value, the rule).
+    model_settings, training_config, distribution = _checked_settings(
+        model_settings, training_settings, distribution, init_from, output_dir)
+    placement = setup_distribution(distribution)  # first: it configures devices before TensorFlow runs an op
+    writer = placement.is_chief
+    verbose = verbose if writer else 0
+    # A fine-tune's starting run is loaded before anything is written (a damaged file is named at once).
+    initial = load_run(training_config.init_from) if training_config.init_from is not None else None
+    if writer:
+        check_output_path(output_dir)
+    with contextlib.ExitStack() as scratch:
+        if writer:
+            _claim_run_directory(scratch, output_dir, overwrite, model_settings, training_config)
+        keras.utils.set_random_seed(training_config.seed)
+        if verbose and distribution.mode:
+            print(f"Distributed training: {placement.description}")
+
+        source, val_source = _sources(train_data, val_data, training_config, initial is not None, verbose)
+        # The vocabulary sample (up to `vocab_sample` pairs of Python strings) is freed once the tokenizers are
+        # learned; when the caller kept no reference to the corpus (the CLI does not), its memory goes back
+        # before the model takes its own.
+        del train_data
+        tokenizers = _tokenizers(output_dir, source, initial, training_config, writer, verbose)
+        source = dataclasses.replace(source, vocabulary_sample=None)
+        _release_freed_memory()
+
+        model_config = _model_config(model_settings, *tokenizers)
+        if writer:
+            write_run_config(output_dir, model_config, training_config)
+        data = training_data(source, val_source, tokenizers, model_config, training_config, placement.shard, verbose)
+        state = load_checkpoint_state(output_dir)
+        model, schedule = _build_model(model_config, training_config, data.steps, placement, state, initial,
+                                       verbose)
+        initial = None  # its model is no longer needed
+        if verbose:
+            _describe_start(model, model_config, training_config, state)
+
+        callback_dir = _callback_dir(scratch, output_dir, writer)
+        checkpoint = ResumableCheckpoint(callback_dir, data.position, every_steps=training_config.checkpoint_every,
+                                         resume_state=state)
+        averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
+        run_callbacks = _run_callbacks(callback_dir, checkpoint, averaging, schedule, data, training_config, state,
+                                       list(callbacks or []))
+        start = time.time()
+        try:
+            _fit(model, data, run_callbacks, averaging, state, training_config, verbose)
+        except TrainingDivergedError as error:
+            raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
+        elapsed = time.time() - start
+        _save_final_model(model, callback_dir, output_dir, writer)
+        if verbose:
+            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/{MODEL_FILE}, tokenizers/, config.json, history.*")
+        return Run(model, *tokenizers, model_config, training_config, output_dir)
+
+
+def _checked_settings(model_settings, training_settings, distribution, init_from, output_dir):
+    """`(model settings, TrainingConfig, DistributionConfig)`: every setting checked before any work starts.
+
+    A `SettingError` names the setting, the value and the rule; a fine-tune (`init_from`) takes its starting
+    run's model settings and the fine-tuning schedule's defaults.
+    """
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
     if init_from is not None:
         init_from = os.path.abspath(init_from)
@@ -176,220 +218,187 @@ def train(
     if distribution.mode == "multi-host" and training_config.max_minutes is not None:
         raise ValueError("max_minutes is not supported with --distribute multi-host: each process would time "
                          "itself and they could stop at different steps")
-    placement = setup_distribution(distribution)  # first: it configures devices before TensorFlow runs an op
-    writer = placement.is_chief
-    verbose = verbose if writer else 0
-    # A fine-tune's starting run is loaded before anything is written (a damaged file is named at once).
-    initial = load_run(init_from) if init_from is not None else None
-    if writer:
-        check_output_path(output_dir)
-    # One writer per run directory (a second train on the same output stops at once); released however
-    # this process ends.
-    with contextlib.ExitStack() as scratch:
-        if writer:
-            scratch.enter_context(RunLock(output_dir))
-            if prepare_run_directory(output_dir, overwrite=overwrite) == "resume":
-                saved = read_run_config(output_dir)["model"]
-                check_resume_settings(output_dir, TransformerConfig(
-                    src_vocab_size=saved["src_vocab_size"], tgt_vocab_size=saved["tgt_vocab_size"],
-                    **model_settings).to_dict(), dataclasses.asdict(training_config))
-        keras.utils.set_random_seed(training_config.seed)
-        if verbose and distribution.mode:
-            print(f"Distributed training: {placement.description}")
-
-        sample_size = training_config.vocab_sample if init_from is None else 1  # a fine-tune learns no vocabulary
-        source = pairs_source(train_data, max_words=training_config.max_words, sample_size=sample_size,
-                              seed=training_config.seed, verbose=verbose)
-        if verbose:
-            print(source.summary)
-        val_source = pairs_source(val_data) if val_data is not None else None
-
-        tokenizer_dir = os.path.join(output_dir, "tokenizers", "source")
-        if os.path.isdir(tokenizer_dir):
-            source_tokenizer, target_tokenizer = load_tokenizers(output_dir)
-            if verbose:
-                print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
-        elif initial is not None:
-            source_tokenizer, target_tokenizer = initial.source_tokenizer, initial.target_tokenizer
-            if writer:
-                save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
-        else:
-            start = time.time()
-            source_tokenizer, target_tokenizer = train_tokenizers(
-                source.vocabulary_sample, vocab_size=training_config.vocab_size, shared=training_config.shared_vocab,
-                verbose=verbose,
-            )
-            if writer:
-                save_tokenizers(output_dir, source_tokenizer, target_tokenizer)
-            if verbose:
-                print(f"Tokenizers trained in {time.time() - start:.1f} s")
-            _tell_vocabulary_size(training_config.vocab_size, source_tokenizer, target_tokenizer)
-        # The vocabulary sample (up to `vocab_sample` pairs of Python strings) is not needed any more; when the
-        # caller kept no reference to it (the CLI does not), its memory goes back before the model takes its own.
-        source = dataclasses.replace(source, vocabulary_sample=None)
-        del train_data
-        _release_freed_memory()
-
-        # One vocabulary (an imported checkpoint has two tokenizers, one per SentencePiece model, over one vocabulary).
-        shared = source_tokenizer is target_tokenizer or source_tokenizer.vocab == target_tokenizer.vocab
-        if model_settings.get("share_embeddings") and not shared:
-            raise ValueError("share_embeddings needs a shared vocabulary: set shared_vocab too.")
-        model_config = TransformerConfig(
-            src_vocab_size=source_tokenizer.vocab_size,
-            tgt_vocab_size=target_tokenizer.vocab_size,
-            **model_settings,
-        )
-        if writer:
-            write_run_config(output_dir, model_config, training_config)
-
-        batching = dict(
-            batch_size=training_config.batch_size,
-            max_length=model_config.max_length,
-            token_budget=training_config.token_budget,
-            # One shape per length bucket (and full batches only in training): XLA compiles the train step once
-            # per bucket instead of once per (batch, source, target) shape.
-            same_length=bool(training_config.jit_compile),
-        )
-        position = DataPosition()
-
-        def training_batches(shard=None):
-            return make_epoch_dataset(
-                source.pairs_fn, source_tokenizer, target_tokenizer, position=position, seed=training_config.seed,
-                shuffle_buffer=training_config.shuffle_buffer, shard=shard,
-                drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
-                **batching,
-            )
-
-        val_ds = None
-        if val_source is not None:
-            val_ds = make_epoch_dataset(val_source.pairs_fn, source_tokenizer, target_tokenizer, shuffle=False,
-                                        shard=placement.shard, **batching)
-            if val_source.num_pairs <= EXACT_COUNT_LIMIT:
-                # A known length: the first validation pass ends without Keras's "Your input ran out of data".
-                val_ds, _ = with_batch_count(val_ds)
-        # The epoch length is counted on the whole global batches; each process then reads its rows of them.
-        whole_batches = training_batches()
-        steps, exact = _steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
-        train_ds = whole_batches if placement.shard is None else training_batches(placement.shard)
-        if training_config.rdrop:
-            # R-Drop: every batch twice, so the loss compares two dropout passes of each example. Validation
-            # batches too: without dropout the copies agree, and the validation loss is the plain one.
-            train_ds = duplicate_rows(train_ds)
-            val_ds = duplicate_rows(val_ds) if val_ds is not None else None
-        if training_config.steps_per_epoch:
-            train_ds = train_ds.repeat()
-
-        total_steps = None
-        if training_config.decay == "cosine":
-            # The cosine decay ends at the last step of the last epoch (with a time budget, of the last epoch that
-            # fits: FitCosineToBudget below moves the horizon).
-            total_steps = steps * training_config.epochs
-            if verbose:
-                print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps"
-                      + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
-        schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
-                                 decay=training_config.decay, total_steps=total_steps)
-        state = load_checkpoint_state(output_dir)
-        with placement.scope():
-            model = compile_model(model_config.build(), model_config, training_config, schedule)
-            if state is not None:
-                restore_checkpoint(model, state)
-            elif initial is not None:
-                copy_weights(model, initial.model, init_from)
-        initial = None  # its model is no longer needed
-        initial_epoch = int(state["epoch"]) if state else 0
-        if verbose:
-            print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
-                  f"{model_config.d_model}; training {training_config.epochs} epochs")
-            if init_from is not None:
-                print(describe_fine_tuning(model_config.d_model, training_config))
-            if state is not None:
-                print(f"Resuming from the checkpoint at epoch {initial_epoch + 1}, batch {state['batch']} "
-                      f"(optimizer step {state['step']})")
-        # Every process runs the same callbacks: under JAX, saving weights enters collectives that all processes
-        # must enter together. Those of processes other than 0 write to a scratch directory, removed at the end.
-        callback_dir = output_dir if writer else scratch.enter_context(tempfile.TemporaryDirectory(
-            prefix="keras-transformer-process-"))
-        if not writer and os.path.exists(os.path.join(output_dir, "history.json")):
-            # The same history as process 0 (a resumed run): the same best-so-far, the same checkpoint decisions.
-            shutil.copy(os.path.join(output_dir, "history.json"), callback_dir)
-        checkpoint = ResumableCheckpoint(callback_dir, position, every_steps=training_config.checkpoint_every,
-                                         resume_state=state)
-        extra_callbacks = list(callbacks or [])
-        callbacks = make_callbacks(
-            callback_dir,
-            patience=training_config.patience,
-            monitor="val_loss" if val_ds is not None else "loss",
-            backup=False,
-            resume_epoch=initial_epoch,
-            max_minutes=training_config.max_minutes,
-            # With a time budget, the cosine decay ends with the last epoch that fits it (FitCosineToBudget).
-            cosine_schedule=schedule if training_config.decay == "cosine" else None,
-            steps_per_epoch=steps,
-            max_epochs=training_config.epochs,
-        )
-        callbacks.insert(0, StopOnNonFiniteLoss())  # first: nothing after it sees (or saves) a NaN loss's weights
-        callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
-        averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
-        if averaging is not None:
-            callbacks.append(averaging)
-        callbacks.extend(extra_callbacks)
-        start = time.time()
-        fits = [(initial_epoch, training_config.epochs, steps)]
-        if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
-            # Keras has no "start at batch b": the interrupted epoch is completed by a fit() of its own, whose dataset
-            # skips the batches already done (the checkpoint positions it), then the run goes on from the next epoch.
-            fits = [(initial_epoch, initial_epoch + 1, steps - int(state["batch"])),
-                    (initial_epoch + 1, training_config.epochs, steps)]
-        for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
-            if first_epoch >= last_epoch or (number and model.stop_training):
-                continue
-            if averaging is not None:
-                averaging.average_at_end = number == len(fits) - 1
-            dataset = train_ds
-            if exact and not training_config.steps_per_epoch:
-                # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
-                dataset = with_known_length(train_ds, epoch_steps)
-            try:
-                model.fit(
-                    dataset,
-                    validation_data=val_ds,
-                    epochs=last_epoch,
-                    initial_epoch=first_epoch,
-                    steps_per_epoch=training_config.steps_per_epoch,
-                    callbacks=callbacks,
-                    shuffle=False,  # the tf.data pipeline shuffles
-                    verbose=verbose,
-                )
-            except TrainingDivergedError as error:
-                raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
-        elapsed = time.time() - start
-        save_model(model, callback_dir)
-        if writer:
-            remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
-            history_path = os.path.join(output_dir, "history.json")
-            if os.path.exists(history_path):
-                plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
-        if verbose:
-            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/{MODEL_FILE}, tokenizers/, config.json, history.*")
-        return Run(model, source_tokenizer, target_tokenizer, model_config, training_config, output_dir)
+    return model_settings, training_config, distribution
 
 
-# Up to this many pairs, one counting pass (a tokenization of the corpus) gives the exact epoch length.
-EXACT_COUNT_LIMIT = 500_000
+def _claim_run_directory(scratch, output_dir, overwrite, model_settings, training_config):
+    """Takes the run directory's lock (held until `scratch` closes) and prepares it: a new run, or a resume of
+    the same settings.
+
+    One writer per run directory: a second `train` on the same output stops at once, and the lock is released
+    however this process ends.
+    """
+    scratch.enter_context(RunLock(output_dir))
+    if prepare_run_directory(output_dir, overwrite=overwrite) == "resume":
+        saved = read_run_config(output_dir)["model"]
+        check_resume_settings(output_dir, TransformerConfig(
+            src_vocab_size=saved["src_vocab_size"], tgt_vocab_size=saved["tgt_vocab_size"],
+            **model_settings).to_dict(), dataclasses.asdict(training_config))
 
 
-def _steps_per_epoch(dataset, num_pairs, training_config, verbose):
-    """`(batches per epoch, exact)`: counted for corpora up to `EXACT_COUNT_LIMIT` pairs, else estimated."""
-    if training_config.steps_per_epoch:
-        return training_config.steps_per_epoch, True
-    if num_pairs <= EXACT_COUNT_LIMIT:
-        return count_batches(dataset), True
-    steps = max(1, num_pairs // training_config.batch_size)
+def _sources(train_data, val_data, training_config, fine_tune, verbose):
+    """`(training pairs, validation pairs or None)` as `keras_transformer.data.streaming.PairsSource`s."""
+    sample_size = 1 if fine_tune else training_config.vocab_sample  # a fine-tune learns no vocabulary
+    source = pairs_source(train_data, max_words=training_config.max_words, sample_size=sample_size,
+                          seed=training_config.seed, verbose=verbose)
     if verbose:
-        print(f"About {steps:,} batches per epoch (estimated from {num_pairs:,} pairs; Keras counts them in the "
-              "first epoch)")
-    return steps, False
+        print(source.summary)
+    return source, pairs_source(val_data) if val_data is not None else None
+
+
+def _tokenizers(output_dir, source, initial, training_config, writer, verbose):
+    """`(source tokenizer, target tokenizer)`: those of a resumed run, of the run a fine-tune starts from, or
+    learned from `source`'s vocabulary sample; saved in the run directory."""
+    if os.path.isdir(os.path.join(output_dir, "tokenizers", "source")):
+        tokenizers = load_tokenizers(output_dir)
+        if verbose:
+            print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
+        return tokenizers
+    if initial is not None:
+        tokenizers = initial.source_tokenizer, initial.target_tokenizer
+        if writer:
+            save_tokenizers(output_dir, *tokenizers)
+        return tokenizers
+    start = time.time()
+    tokenizers = train_tokenizers(source.vocabulary_sample, vocab_size=training_config.vocab_size,
+                                  shared=training_config.shared_vocab, verbose=verbose)
+    if writer:
+        save_tokenizers(output_dir, *tokenizers)
+    if verbose:
+        print(f"Tokenizers trained in {time.time() - start:.1f} s")
+    _tell_vocabulary_size(training_config.vocab_size, *tokenizers)
+    return tokenizers
+
+
+def _model_config(model_settings, source_tokenizer, target_tokenizer):
+    """The `TransformerConfig` of `model_settings` with the tokenizers' vocabulary sizes."""
+    # One vocabulary (an imported checkpoint has two tokenizers, one per SentencePiece model, over one vocabulary).
+    shared = source_tokenizer is target_tokenizer or source_tokenizer.vocab == target_tokenizer.vocab
+    if model_settings.get("share_embeddings") and not shared:
+        raise ValueError("share_embeddings needs a shared vocabulary: set shared_vocab too.")
+    return TransformerConfig(
+        src_vocab_size=source_tokenizer.vocab_size,
+        tgt_vocab_size=target_tokenizer.vocab_size,
+        **model_settings,
+    )
+
+
+def _build_model(model_config, training_config, steps, placement, state, initial, verbose):
+    """`(model, schedule)`: the compiled model, restored from the checkpoint `state` of a resumed run or started
+    from the weights of the run `initial` a fine-tune starts from."""
+    total_steps = None
+    if training_config.decay == "cosine":
+        # The cosine decay ends at the last step of the last epoch (with a time budget, of the last epoch that
+        # fits: FitCosineToBudget moves the horizon).
+        total_steps = steps * training_config.epochs
+        if verbose:
+            print(f"Cosine learning-rate decay over {training_config.epochs} epochs x {steps} steps"
+                  + (" (or the epochs that fit the time budget)" if training_config.max_minutes else ""))
+    schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
+                             decay=training_config.decay, total_steps=total_steps)
+    with placement.scope():
+        model = compile_model(model_config.build(), model_config, training_config, schedule)
+        if state is not None:
+            restore_checkpoint(model, state)
+        elif initial is not None:
+            copy_weights(model, initial.model, training_config.init_from)
+    return model, schedule
+
+
+def _describe_start(model, model_config, training_config, state):
+    print(f"Model: {model.count_params():,} parameters, {model_config.num_layers} layers, d_model "
+          f"{model_config.d_model}; training {training_config.epochs} epochs")
+    if training_config.init_from is not None:
+        print(describe_fine_tuning(model_config.d_model, training_config))
+    if state is not None:
+        print(f"Resuming from the checkpoint at epoch {int(state['epoch']) + 1}, batch {state['batch']} "
+              f"(optimizer step {state['step']})")
+
+
+def _callback_dir(scratch, output_dir, writer):
+    """Where this process's callbacks write: the run directory, or for processes other than 0 a scratch
+    directory removed when `scratch` closes.
+
+    Every process runs the same callbacks: under JAX, saving weights enters collectives that all processes
+    must enter together.
+    """
+    if writer:
+        return output_dir
+    callback_dir = scratch.enter_context(tempfile.TemporaryDirectory(prefix="keras-transformer-process-"))
+    if os.path.exists(os.path.join(output_dir, "history.json")):
+        # The same history as process 0 (a resumed run): the same best-so-far, the same checkpoint decisions.
+        shutil.copy(os.path.join(output_dir, "history.json"), callback_dir)
+    return callback_dir
+
+
+def _run_callbacks(callback_dir, checkpoint, averaging, schedule, data, training_config, state, extra_callbacks):
+    """The run's callbacks in their order: the NaN guard, `make_callbacks`'s, the checkpoint, weight averaging,
+    then the caller's."""
+    callbacks = make_callbacks(
+        callback_dir,
+        patience=training_config.patience,
+        monitor="val_loss" if data.val is not None else "loss",
+        backup=False,
+        resume_epoch=_initial_epoch(state),
+        max_minutes=training_config.max_minutes,
+        # With a time budget, the cosine decay ends with the last epoch that fits it (FitCosineToBudget).
+        cosine_schedule=schedule if training_config.decay == "cosine" else None,
+        steps_per_epoch=data.steps,
+        max_epochs=training_config.epochs,
+    )
+    callbacks.insert(0, StopOnNonFiniteLoss())  # first: nothing after it sees (or saves) a NaN loss's weights
+    callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
+    if averaging is not None:
+        callbacks.append(averaging)
+    return callbacks + extra_callbacks
+
+
+def _initial_epoch(state):
+    """The epochs a resumed run has finished (0 for a new run)."""
+    return int(state["epoch"]) if state else 0
+
+
+def _fit(model, data, callbacks, averaging, state, training_config, verbose):
+    """`model.fit` from the checkpoint `state` (None: the first epoch) to the last epoch.
+
+    Keras has no "start at batch b": an epoch interrupted after some batches is completed by a fit() of its
+    own, whose dataset skips the batches already done (the checkpoint positions it), then the run goes on from
+    the next epoch.
+    """
+    initial_epoch = _initial_epoch(state)
+    fits = [(initial_epoch, training_config.epochs, data.steps)]
+    if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
+        fits = [(initial_epoch, initial_epoch + 1, data.steps - int(state["batch"])),
+                (initial_epoch + 1, training_config.epochs, data.steps)]
+    for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
+        if first_epoch >= last_epoch or (number and model.stop_training):
+            continue
+        if averaging is not None:
+            averaging.average_at_end = number == len(fits) - 1
+        dataset = data.train
+        if data.exact and not training_config.steps_per_epoch:
+            # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
+            dataset = with_known_length(data.train, epoch_steps)
+        model.fit(
+            dataset,
+            validation_data=data.val,
+            epochs=last_epoch,
+            initial_epoch=first_epoch,
+            steps_per_epoch=training_config.steps_per_epoch,
+            callbacks=callbacks,
+            shuffle=False,  # the tf.data pipeline shuffles
+            verbose=verbose,
+        )
+
+
+def _save_final_model(model, callback_dir, output_dir, writer):
+    """Saves the trained model; process 0 then removes the checkpoint and plots the history."""
+    save_model(model, callback_dir)
+    if writer:
+        remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
+        history_path = os.path.join(output_dir, "history.json")
+        if os.path.exists(history_path):
+            plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
 
 
 def _release_freed_memory():
@@ -421,10 +430,10 @@ def _tell_vocabulary_size(asked, source, target):
         if size > asked:
             warnings.warn(f"vocab_size = {asked}: the {side} vocabulary has {size} tokens, more than asked, because "
                           "every character of the corpus needs a token of its own", VocabularySizeWarning,
-                          stacklevel=3)
+                          stacklevel=4)
         elif size < 0.9 * asked:  # the learner lands up to ~5% below by design (SubwordTokenizer.train)
             warnings.warn(f"vocab_size = {asked}: the {side} vocabulary has only {size} tokens; the corpus supports "
-                          "no more pieces seen at least twice", VocabularySizeWarning, stacklevel=3)
+                          "no more pieces seen at least twice", VocabularySizeWarning, stacklevel=4)
 
 
 class VocabularySizeWarning(UserWarning):

@@ -39,6 +39,6 @@ def tflite_translator(exported):
 
 @pytest.fixture(scope="session")
 def run(run_dir):
-    from keras_transformer.training.trainer import load_run
+    from keras_transformer.runs.run import load_run
 
     return load_run(run_dir)

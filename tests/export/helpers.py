@@ -15,7 +15,7 @@ import keras
 from keras_transformer import TransformerConfig
 from keras_transformer.data.synthetic import make_synthetic_corpus
 from keras_transformer.data.tokenizer import train_tokenizers
-from keras_transformer.training.trainer import TrainingConfig
+from keras_transformer.runs.config import TrainingConfig
 
 MODEL_SETTINGS = dict(num_layers=1, d_model=32, num_heads=2, d_ff=64, dropout=0.0, max_length=24)
 

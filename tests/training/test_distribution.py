@@ -112,7 +112,7 @@ def test_two_multi_host_processes_give_the_single_device_losses(corpus, single_d
     for ours, reference in zip(losses, single_device_jax):
         assert abs(ours - reference) <= 0.02 * reference, (losses, single_device_jax)
     # Process 0 alone wrote the run directory, and it loads on the TensorFlow backend as any run does.
-    check = subprocess.run([sys.executable, "-c", "from keras_transformer.training.trainer import load_run; "
+    check = subprocess.run([sys.executable, "-c", "from keras_transformer.runs.run import load_run; "
                             f"run = load_run({out!r}); print(run.model.count_params())"],
                            env=_env(), capture_output=True, text=True, timeout=300)
     assert check.returncode == 0 and int(check.stdout.split()[-1]) > 0, check.stderr[-2000:]

@@ -10,8 +10,8 @@ import pytest
 from keras_transformer.data.synthetic import make_synthetic_corpus
 from keras_transformer.runs import TrainingDivergedError
 from keras_transformer.runs.directory import RunDirectoryError
-from keras_transformer.training.trainer import RunFileError
-from keras_transformer.training.trainer import load_run
+from keras_transformer.runs.run import RunFileError
+from keras_transformer.runs.run import load_run
 from keras_transformer.training.trainer import train
 
 MODEL = dict(num_layers=1, d_model=32, num_heads=2, d_ff=64, max_length=32)
@@ -86,7 +86,7 @@ def test_rerun_rules_and_damaged_files_are_named(corpus, tmp_path):
     vocab = done / "tokenizers" / "source" / "vocab.txt"
     vocab.write_bytes(vocab.read_bytes()[:40])
     with pytest.raises(ValueError, match="vocab.txt"):
-        from keras_transformer.training.trainer import load_tokenizers
+        from keras_transformer.runs.run import load_tokenizers
 
         load_tokenizers(str(done))
 

@@ -1,4 +1,5 @@
-"""Callbacks that save the model at epoch ends, atomically, and the guard that keeps broken weights from being saved.
+"""The run's model checkpoints (`.keras` files saved atomically at epoch ends) and the guard that keeps non-finite
+weights out of every checkpoint.
 
 * `LastModelCheckpoint`: the whole model (`last.keras`) after every epoch.
 * `BestModelCheckpoint`: the model (`best.keras`) when the monitored metric improves.

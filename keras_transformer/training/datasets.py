@@ -1,0 +1,76 @@
+"""The batches a training run reads: tokenized, batched by length, sharded across processes, doubled for R-Drop;
+and the epoch's length."""
+
+import typing
+
+from keras_transformer.data.pipeline import DataPosition
+from keras_transformer.data.pipeline import count_batches
+from keras_transformer.data.pipeline import duplicate_rows
+from keras_transformer.data.pipeline import make_epoch_dataset
+from keras_transformer.data.pipeline import with_batch_count
+
+# Up to this many pairs, one counting pass (a tokenization of the corpus) gives the exact epoch length.
+EXACT_COUNT_LIMIT = 500_000
+
+
+def steps_per_epoch(dataset, num_pairs, training_config, verbose):
+    """`(batches per epoch, exact)`: counted for corpora up to `EXACT_COUNT_LIMIT` pairs, else estimated."""
+    if training_config.steps_per_epoch:
+        return training_config.steps_per_epoch, True
+    if num_pairs <= EXACT_COUNT_LIMIT:
+        return count_batches(dataset), True
+    steps = max(1, num_pairs // training_config.batch_size)
+    if verbose:
+        print(f"About {steps:,} batches per epoch (estimated from {num_pairs:,} pairs; Keras counts them in the "
+              "first epoch)")
+    return steps, False
+
+
+class TrainingData(typing.NamedTuple):
+    """What `fit` reads: the training and validation batches and the epoch's length."""
+
+    train: object  # a tf.data.Dataset
+    val: object  # a tf.data.Dataset, or None
+    steps: int  # batches per epoch
+    exact: bool  # `steps` was counted, not estimated
+    position: DataPosition  # where the training batches are (the checkpoints record it)
+
+
+def training_data(source, val_source, tokenizers, model_config, training_config, shard, verbose):
+    """The training and validation batches of this process (`shard`: its rows of each global batch, or None)."""
+    batching = dict(
+        batch_size=training_config.batch_size,
+        max_length=model_config.max_length,
+        token_budget=training_config.token_budget,
+        # One shape per length bucket (and full batches only in training): XLA compiles the train step once
+        # per bucket instead of once per (batch, source, target) shape.
+        same_length=bool(training_config.jit_compile),
+    )
+    position = DataPosition()
+
+    def training_batches(shard=None):
+        return make_epoch_dataset(
+            source.pairs_fn, *tokenizers, position=position, seed=training_config.seed,
+            shuffle_buffer=training_config.shuffle_buffer, shard=shard,
+            drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
+            **batching,
+        )
+
+    val_ds = None
+    if val_source is not None:
+        val_ds = make_epoch_dataset(val_source.pairs_fn, *tokenizers, shuffle=False, shard=shard, **batching)
+        if val_source.num_pairs <= EXACT_COUNT_LIMIT:
+            # A known length: the first validation pass ends without Keras's "Your input ran out of data".
+            val_ds, _ = with_batch_count(val_ds)
+    # The epoch length is counted on the whole global batches; each process then reads its rows of them.
+    whole_batches = training_batches()
+    steps, exact = steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
+    train_ds = whole_batches if shard is None else training_batches(shard)
+    if training_config.rdrop:
+        # R-Drop: every batch twice, so the loss compares two dropout passes of each example. Validation
+        # batches too: without dropout the copies agree, and the validation loss is the plain one.
+        train_ds = duplicate_rows(train_ds)
+        val_ds = duplicate_rows(val_ds) if val_ds is not None else None
+    if training_config.steps_per_epoch:
+        train_ds = train_ds.repeat()
+    return TrainingData(train_ds, val_ds, steps, exact, position)
