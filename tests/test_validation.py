@@ -6,7 +6,7 @@ import json
 import pytest
 
 from keras_transformer.models import TransformerConfig
-from keras_transformer.training.trainer import TrainingConfig
+from keras_transformer.runs.config import TrainingConfig
 from keras_transformer.validation import MODEL_RULES
 from keras_transformer.validation import TRAINING_RULES
 from keras_transformer.validation import SettingError
