@@ -117,7 +117,7 @@ def train(
         val_data: optional validation pairs in the same forms.
         model_settings: dict of `TransformerConfig` fields (vocabulary sizes come from the tokenizers).
         training_settings: dict of `TrainingConfig` fields.
-        verbose: 0 silent, 1 progress bars and summaries, 2 one line per epoch.
+        verbose: 0 quiet, 1 progress bars and summaries, 2 one line per epoch.
         distribution: a `DistributionConfig` (several devices or hosts); `None` trains on one device.
         callbacks: extra Keras callbacks, called after the run's own (checkpoints, history, budget).
         overwrite: train from scratch even where `output_dir` holds a finished or started run (its files are
