@@ -27,10 +27,10 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import decode  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-import decode  # noqa: E402
 from keras_transformer import build_transformer  # noqa: E402
 
 MATMUL = re.compile(r"(MatMul|dot)(\.\d+)?$")

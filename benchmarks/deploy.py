@@ -36,7 +36,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import engine_rows, print_rows  # noqa: E402
+from common import engine_rows  # noqa: E402
+from common import print_rows  # noqa: E402
 
 ENGINES = ("python", "saved_model", "saved_model-graph", "tflite-fp32", "tflite-fp16", "tflite-int8", "ct2-fp32",
            "ct2-int8")
@@ -67,13 +68,16 @@ def read_lines(path):
 
 def member_directories(path):
     """The run directories behind RUN: itself, or an ensemble's members (nothing is loaded)."""
-    from keras_transformer.runs.ensemble import is_ensemble_directory, member_directories as members
+    from keras_transformer.runs.ensemble import is_ensemble_directory
+    from keras_transformer.runs.ensemble import member_directories as members
 
     return members(path) if is_ensemble_directory(path) else [path]
 
 
 def export_all(run_dir, work, engines):
-    from keras_transformer.export import TranslatorModule, export_saved_model, export_tflite
+    from keras_transformer.export import TranslatorModule
+    from keras_transformer.export import export_saved_model
+    from keras_transformer.export import export_tflite
     from keras_transformer.runs.ensemble import load_run_or_ensemble
 
     run = load_run_or_ensemble(run_dir)

@@ -64,7 +64,8 @@ def worker(args):
             model = _model()
         dataset = _batches()
     elif args.engine == "jax":
-        from keras_transformer.training.distribution import DistributionConfig, setup_distribution
+        from keras_transformer.training.distribution import DistributionConfig
+        from keras_transformer.training.distribution import setup_distribution
 
         placement = setup_distribution(DistributionConfig(
             mode="multi-host", coordinator=f"127.0.0.1:{args.port}", num_processes=2, process_id=args.index,
@@ -140,10 +141,9 @@ def main():
                  _fmt(results[0]) if results else "", error or _agreement(results, references["jax"])])
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from common import print_table
-
     import keras
     import tensorflow as tf
+    from common import print_table
 
     print(f"keras {keras.__version__}, tensorflow {tf.__version__}, jax {_jax_version()}; {EPOCHS} epochs of "
           f"{STEPS} global batches of {GLOBAL_BATCH}")

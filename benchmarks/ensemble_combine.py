@@ -22,8 +22,10 @@ from common import print_table  # noqa: E402
 
 from keras_transformer.data.corpus import read_parallel_corpus  # noqa: E402
 from keras_transformer.decoding.translator import Translator  # noqa: E402
-from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES, search_decoding  # noqa: E402
-from keras_transformer.models.ensemble import COMBINES, EnsembleParts  # noqa: E402
+from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES  # noqa: E402
+from keras_transformer.decoding.tuning import search_decoding  # noqa: E402
+from keras_transformer.models.ensemble import COMBINES  # noqa: E402
+from keras_transformer.models.ensemble import EnsembleParts  # noqa: E402
 from keras_transformer.runs.ensemble import check_members  # noqa: E402
 from keras_transformer.runs.run import load_run  # noqa: E402
 

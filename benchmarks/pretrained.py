@@ -195,7 +195,8 @@ def count_our_tokens(run_dir, texts, max_length):
 
 def make_transformers(checkpoint, max_new_tokens):
     import torch
-    from transformers import MarianMTModel, MarianTokenizer
+    from transformers import MarianMTModel
+    from transformers import MarianTokenizer
 
     tokenizer = MarianTokenizer.from_pretrained(checkpoint)
     model = MarianMTModel.from_pretrained(checkpoint).eval()
@@ -249,7 +250,8 @@ def main(argv=None):
     set_threads(args.threads)
     # MarianTokenizer's advice to install sacremoses (here and in CTranslate2's converter): no text needs it here.
     warnings.filterwarnings("ignore", message=".*sacremoses")
-    from tests.importers.marian_files import WORDS, sentences
+    from tests.importers.marian_files import WORDS
+    from tests.importers.marian_files import sentences
 
     cpu = cpu_model()
     texts = sentences(WORDS, args.sentences, seed=args.seed + 7)

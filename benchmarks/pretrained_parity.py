@@ -40,14 +40,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import torch
-    from keras import backend, ops
+    from keras import backend
+    from keras import ops
     from transformers import MarianTokenizer
     from transformers.utils import logging as transformers_logging
 
     from keras_transformer import load_run
-    from keras_transformer.decoding import beam_search, greedy_decode
+    from keras_transformer.decoding import beam_search
+    from keras_transformer.decoding import greedy_decode
     from keras_transformer.importers import import_marian
-    from tests.importers.marian_files import WORDS, make_marian_checkpoint, positions_are_marians, sentences
+    from tests.importers.marian_files import WORDS
+    from tests.importers.marian_files import make_marian_checkpoint
+    from tests.importers.marian_files import positions_are_marians
+    from tests.importers.marian_files import sentences
 
     transformers_logging.set_verbosity_error()
     with tempfile.TemporaryDirectory(prefix="kt-parity-") as work:

@@ -27,7 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import print_table, seq2seq_training_flops  # noqa: E402
+from common import print_table  # noqa: E402
+from common import seq2seq_training_flops  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -177,8 +177,10 @@ def child_train(args):
 
 def child_pipeline(args):
     """Times the training input pipeline alone (the run's tokenizers, the same batching), batches per second."""
-    from keras_transformer.data.pipeline import DataPosition, make_epoch_dataset
-    from keras_transformer.data.streaming import file_pairs, resolve_files
+    from keras_transformer.data.pipeline import DataPosition
+    from keras_transformer.data.pipeline import make_epoch_dataset
+    from keras_transformer.data.streaming import file_pairs
+    from keras_transformer.data.streaming import resolve_files
     from keras_transformer.runs.config import TrainingConfig
     from keras_transformer.runs.run import load_tokenizers
 

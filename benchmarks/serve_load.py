@@ -31,7 +31,8 @@ from concurrent.futures import Future
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import engine_rows, print_rows  # noqa: E402
+from common import engine_rows  # noqa: E402
+from common import print_rows  # noqa: E402
 from deploy import export_all  # noqa: E402
 
 ENGINES = ("saved_model", "saved_model-graph", "ct2")
@@ -127,7 +128,8 @@ def make_translate_batch(engine, path, threads):
 def warm_up(translate_batch, sentences, tokenizer, max_batch_size):
     """Runs every batch bucket (1, 2, 4, 8, multiples of 8 up to `max_batch_size`) at every source width bucket the
     sentences reach, so that XLA compiles before the clock starts."""
-    from keras_transformer.export.translator_module import BATCH_BUCKET, WIDTH_BUCKET
+    from keras_transformer.export.translator_module import BATCH_BUCKET
+    from keras_transformer.export.translator_module import WIDTH_BUCKET
 
     lengths = tokenizer.tokenize(sentences).row_lengths().numpy()
     by_width = {}

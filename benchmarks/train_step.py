@@ -19,8 +19,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-
-from common import measure_matmul_flops, print_table, seq2seq_training_flops  # noqa: E402
+from common import measure_matmul_flops  # noqa: E402
+from common import print_table  # noqa: E402
+from common import seq2seq_training_flops  # noqa: E402
 
 
 def build_ours(args):

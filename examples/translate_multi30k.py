@@ -53,12 +53,15 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    from keras_transformer.data.corpus import ParallelCorpus, download_multi30k, read_parallel_corpus
+    from keras_transformer.data.corpus import ParallelCorpus
+    from keras_transformer.data.corpus import download_multi30k
+    from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.decoding.translator import Translator
     from keras_transformer.runs.run import load_run
     from keras_transformer.scoring import corpus_scores
     from keras_transformer.training.trainer import train
-    from keras_transformer.validation import check_settings, load_settings_file
+    from keras_transformer.validation import check_settings
+    from keras_transformer.validation import load_settings_file
 
     if args.members < 1:
         raise SystemExit(f"--members {args.members}: expected 1 or more")
@@ -115,7 +118,9 @@ def main(argv=None):
         translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
         decoding = run.decoding
     else:
-        from keras_transformer.runs.ensemble import is_ensemble_directory, load_ensemble, write_ensemble
+        from keras_transformer.runs.ensemble import is_ensemble_directory
+        from keras_transformer.runs.ensemble import load_ensemble
+        from keras_transformer.runs.ensemble import write_ensemble
 
         if not is_ensemble_directory(args.output):
             write_ensemble(args.output, members)

@@ -37,12 +37,12 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
 
     A finished run in `output_dir` is refused unless `overwrite` (see `train`); an interrupted one resumes.
     """
+    import sys
+
     from keras_transformer.data.synthetic import make_synthetic_splits
     from keras_transformer.decoding.translator import Translator
     from keras_transformer.training.trainer import train
     from keras_transformer.validation import check_settings
-
-    import sys
 
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2

@@ -39,7 +39,8 @@ def load_translator_and_decoding(path):
 def load_run_translator(path):
     """`(Translator, decoding)` for a run directory or an ensemble directory (`keras-transformer ensemble`)."""
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.runs.ensemble import Ensemble, load_run_or_ensemble
+    from keras_transformer.runs.ensemble import Ensemble
+    from keras_transformer.runs.ensemble import load_run_or_ensemble
 
     run = load_run_or_ensemble(path)
     model = run.parts if isinstance(run, Ensemble) else run.model

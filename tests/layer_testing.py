@@ -1,7 +1,7 @@
 """Shared checks that every layer of the package goes through (see `run_layer_test`)."""
 
-import numpy as np
 import keras
+import numpy as np
 from keras import ops
 
 

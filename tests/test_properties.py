@@ -40,7 +40,10 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck
+from hypothesis import example
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 # Keras warns about the softmax over a single key when a hypothesis-drawn sequence has length 1.
@@ -79,7 +82,8 @@ def _settings(name):
 
 @functools.lru_cache(maxsize=None)
 def _training_texts():
-    from keras_transformer.data import make_synthetic_corpus, synthetic
+    from keras_transformer.data import make_synthetic_corpus
+    from keras_transformer.data import synthetic
     from tests.data.conftest import make_caption_sentences
 
     corpus = make_synthetic_corpus(1000, seed=0, task="mixed")
@@ -102,7 +106,8 @@ def _tokenizer():
 @functools.lru_cache(maxsize=None)
 def _alphabet():
     """`(word characters, punctuation characters)` of the tokenizer's vocabulary."""
-    from keras_transformer.data.tokenizer import RESERVED_TOKENS, split_words
+    from keras_transformer.data.tokenizer import RESERVED_TOKENS
+    from keras_transformer.data.tokenizer import split_words
 
     singles = {t for t in _tokenizer().vocab[len(RESERVED_TOKENS):] if len(t) == 1}
     word_chars = "".join(sorted(c for c in singles if split_words(c) == [c] and c.isalnum()))
@@ -366,7 +371,8 @@ _TRANSLATOR_MAX_LENGTH = 6
 @pytest.fixture(scope="module")
 def saved_model_path(tiny_run, tmp_path_factory):
     """The tiny run exported as a SavedModel (greedy, at most `_TRANSLATOR_MAX_LENGTH` output tokens)."""
-    from keras_transformer.export import TranslatorModule, export_saved_model
+    from keras_transformer.export import TranslatorModule
+    from keras_transformer.export import export_saved_model
 
     path = str(tmp_path_factory.mktemp("properties-export") / "saved_model")
     module = TranslatorModule(tiny_run.model, tiny_run.source_tokenizer, tiny_run.target_tokenizer,

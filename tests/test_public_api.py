@@ -38,7 +38,8 @@ def artifacts(tmp_path_factory):
     return artifacts
 
 
-PUBLIC = [name for name in keras_transformer.__all__ if not name.startswith("__") and name not in ("layers", "decoding")]
+PUBLIC = [name for name in keras_transformer.__all__
+          if not name.startswith("__") and name not in ("layers", "decoding")]
 
 
 def test_the_top_level_names():

@@ -1,6 +1,7 @@
 import pytest
 
-from keras_transformer.quickstart import exact_match, run_quickstart
+from keras_transformer.quickstart import exact_match
+from keras_transformer.quickstart import run_quickstart
 
 
 def test_exact_match_counts_identical_strings():

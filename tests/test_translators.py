@@ -4,8 +4,12 @@ import inspect
 
 import pytest
 
-from keras_transformer.decoding.translator import BaseTranslator, Translator, sampler_for
-from keras_transformer.decoding.samplers import BeamSampler, GreedySampler, TopKSampler
+from keras_transformer.decoding.samplers import BeamSampler
+from keras_transformer.decoding.samplers import GreedySampler
+from keras_transformer.decoding.samplers import TopKSampler
+from keras_transformer.decoding.translator import BaseTranslator
+from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import sampler_for
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.export.ctranslate2_model import CTranslate2Translator
 from keras_transformer.export.saved_model import SavedModelTranslator

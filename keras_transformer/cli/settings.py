@@ -6,7 +6,6 @@ import sys
 from keras_transformer.validation import check_settings
 from keras_transformer.validation import load_settings_file
 
-
 # Flags shared by `train` and `quickstart`; their dest names are TransformerConfig/TrainingConfig fields.
 MODEL_FLAGS = [
     ("--num-layers", int, "encoder and decoder blocks"),

@@ -131,7 +131,8 @@ def cmd_evaluate(args):
 def cmd_tune(args):
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
-    from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES, search_decoding
+    from keras_transformer.decoding.tuning import DEFAULT_LENGTH_PENALTIES
+    from keras_transformer.decoding.tuning import search_decoding
     from keras_transformer.runs.layout import DECODING_FILE
     from keras_transformer.runs.run import write_decoding_settings
 

@@ -19,10 +19,10 @@ from keras_transformer.data.synthetic import make_synthetic_corpus
 from keras_transformer.data.synthetic import make_synthetic_splits
 from keras_transformer.data.tokenizer import RESERVED_TOKENS
 from keras_transformer.data.tokenizer import SubwordTokenizer
-from keras_transformer.data.words import count_words
-from keras_transformer.data.words import split_words
 from keras_transformer.data.tokenizer import tokenizers_are_shared
 from keras_transformer.data.tokenizer import train_tokenizers
+from keras_transformer.data.words import count_words
+from keras_transformer.data.words import split_words
 
 __all__ = [
     "RESERVED_TOKENS",

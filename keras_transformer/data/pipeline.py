@@ -15,7 +15,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.data.corpus import ParallelCorpus, as_corpus
+from keras_transformer.data.corpus import ParallelCorpus
+from keras_transformer.data.corpus import as_corpus
 from keras_transformer.data.packing import pack_sources
 
 AUTOTUNE = tf.data.AUTOTUNE

@@ -8,20 +8,24 @@ lower-level twin taking a `TransformerParts` that returns full-width, static-sha
 that traces its own function (export): `greedy_search`, `beam_search_with_parts`, `sample_with_parts`.
 """
 
-from keras_transformer.decoding.beam_search import beam_search, beam_search_with_parts, gnmt_length_penalty
-from keras_transformer.decoding.greedy import greedy_decode, greedy_search
-from keras_transformer.decoding.sampling import sample_decode, sample_with_parts
-from keras_transformer.decoding.samplers import (
-    BeamSampler,
-    GreedySampler,
-    RandomSampler,
-    Sampler,
-    TopKSampler,
-    TopPSampler,
-    generate,
-    get_sampler,
-)
-from keras_transformer.decoding.tuning import DecodingSearch, DecodingSettings, search_decoding
+from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.beam_search import beam_search_with_parts
+from keras_transformer.decoding.beam_search import gnmt_length_penalty
+from keras_transformer.decoding.greedy import greedy_decode
+from keras_transformer.decoding.greedy import greedy_search
+from keras_transformer.decoding.samplers import BeamSampler
+from keras_transformer.decoding.samplers import GreedySampler
+from keras_transformer.decoding.samplers import RandomSampler
+from keras_transformer.decoding.samplers import Sampler
+from keras_transformer.decoding.samplers import TopKSampler
+from keras_transformer.decoding.samplers import TopPSampler
+from keras_transformer.decoding.samplers import generate
+from keras_transformer.decoding.samplers import get_sampler
+from keras_transformer.decoding.sampling import sample_decode
+from keras_transformer.decoding.sampling import sample_with_parts
+from keras_transformer.decoding.tuning import DecodingSearch
+from keras_transformer.decoding.tuning import DecodingSettings
+from keras_transformer.decoding.tuning import search_decoding
 
 __all__ = [
     "BeamSampler",

@@ -7,8 +7,12 @@
 """
 
 from keras_transformer.export.exporter import export_run
-from keras_transformer.export.saved_model import SavedModelTranslator, export_saved_model
-from keras_transformer.export.tflite import TFLiteTranslator, check_tflite_ops, export_tflite, tflite_op_names
+from keras_transformer.export.saved_model import SavedModelTranslator
+from keras_transformer.export.saved_model import export_saved_model
+from keras_transformer.export.tflite import TFLiteTranslator
+from keras_transformer.export.tflite import check_tflite_ops
+from keras_transformer.export.tflite import export_tflite
+from keras_transformer.export.tflite import tflite_op_names
 from keras_transformer.export.translator_module import TranslatorModule
 
 __all__ = [

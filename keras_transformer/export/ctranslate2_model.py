@@ -22,9 +22,9 @@ from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.translator import BaseTranslator
+from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
-from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 
 MARKER_FILE = "keras_transformer_ctranslate2.json"
 
@@ -64,8 +64,8 @@ def _norm(spec, layer):
 
 
 def _attention(spec, attention, norm, cross):
-    from ctranslate2.specs import common_spec
     from ctranslate2.converters import utils
+    from ctranslate2.specs import common_spec
 
     _norm(spec.layer_norm, norm)
     q, k, v, o = (common_spec.LinearSpec() for _ in range(4))
@@ -90,7 +90,8 @@ def _ffn(spec, block):
 def model_spec(run):
     """CTranslate2's `TransformerSpec` holding a run's weights and vocabularies."""
     _ctranslate2()
-    from ctranslate2.specs import common_spec, transformer_spec
+    from ctranslate2.specs import common_spec
+    from ctranslate2.specs import transformer_spec
 
     config = run.model_config
     if config.use_rotary or config.position == "none":

@@ -5,11 +5,11 @@ import os
 from keras_transformer.atomic import clean_temporaries
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
-from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
-
-from keras_transformer.export.saved_model import directory_size, export_saved_model
+from keras_transformer.export.saved_model import directory_size
+from keras_transformer.export.saved_model import export_saved_model
 from keras_transformer.export.tflite import export_tflite
 from keras_transformer.export.translator_module import TranslatorModule
+from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
 
 
 def default_saved_model_path(run_dir):

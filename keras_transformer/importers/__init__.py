@@ -5,7 +5,9 @@ came from.
 (OPUS-MT) checkpoints (`keras_transformer.importers.marian`).
 """
 
-from keras_transformer.importers.checkpoint import HUB_PREFIX, CheckpointError, resolve_source
+from keras_transformer.importers.checkpoint import HUB_PREFIX
+from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.importers.marian import import_marian
 
 __all__ = ["CheckpointError", "HUB_PREFIX", "import_checkpoint", "import_marian", "resolve_source"]

@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from keras_transformer.layers.hash_dropout import HashDropout
-from keras_transformer.layers.masking import masked_fill_value, merge_attention_masks
+from keras_transformer.layers.masking import masked_fill_value
+from keras_transformer.layers.masking import merge_attention_masks
 from keras_transformer.layers.rotary_embedding import RotaryEmbedding
 
 

@@ -15,7 +15,6 @@ from keras import ops
 
 from keras_transformer.models.transformer_parts import TransformerParts
 
-
 # How the members' next-token distributions become the ensemble's (module docstring).
 COMBINES = ("log_prob", "prob")
 

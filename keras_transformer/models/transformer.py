@@ -5,13 +5,11 @@ import json
 
 import keras
 
-from keras_transformer.layers import (
-    HashDropout,
-    PositionalEmbedding,
-    TransformerDecoder,
-    TransformerEncoder,
-    WordDropout,
-)
+from keras_transformer.layers import HashDropout
+from keras_transformer.layers import PositionalEmbedding
+from keras_transformer.layers import TransformerDecoder
+from keras_transformer.layers import TransformerEncoder
+from keras_transformer.layers import WordDropout
 from keras_transformer.models.output_projection import LogitsBias
 from keras_transformer.models.output_projection import OutputProjection
 from keras_transformer.validation import check_model

@@ -26,7 +26,6 @@ from keras_transformer.atomic import atomic_path
 from keras_transformer.atomic import write_json
 from keras_transformer.runs.layout import CHECKPOINT_DIR
 
-
 STATE_FILE = "checkpoint.json"
 
 

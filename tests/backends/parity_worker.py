@@ -9,7 +9,8 @@ import keras
 import numpy as np
 
 import keras_transformer.models  # noqa: F401 (registers the classes a .keras file names)
-from keras_transformer.decoding import beam_search, greedy_decode
+from keras_transformer.decoding import beam_search
+from keras_transformer.decoding import greedy_decode
 
 START, END, STEPS = 1, 2, 6
 

@@ -10,7 +10,10 @@ pytest.importorskip("tensorflow")  # the tokenizers (tensorflow-text) build the 
 
 from keras import ops  # noqa: E402
 
-from tests.importers.marian_files import WORDS, make_marian_checkpoint, positions_are_marians, sentences  # noqa: E402
+from tests.importers.marian_files import WORDS  # noqa: E402
+from tests.importers.marian_files import make_marian_checkpoint  # noqa: E402
+from tests.importers.marian_files import positions_are_marians  # noqa: E402
+from tests.importers.marian_files import sentences  # noqa: E402
 
 MAX_NEW_TOKENS = 24
 

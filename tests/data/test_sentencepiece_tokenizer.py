@@ -10,7 +10,9 @@ import tensorflow as tf
 
 spm = pytest.importorskip("sentencepiece")
 marian = pytest.importorskip("transformers.models.marian.tokenization_marian")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from keras_transformer.data.sentencepiece_tokenizer import SentencePieceTokenizer  # noqa: E402

@@ -5,25 +5,25 @@ import numpy as np
 import pytest
 
 from keras_transformer import build_transformer
-from keras_transformer.decoding import beam_search, gnmt_length_penalty, greedy_decode
+from keras_transformer.decoding import beam_search
+from keras_transformer.decoding import gnmt_length_penalty
+from keras_transformer.decoding import greedy_decode
 from keras_transformer.models.transformer_parts import TransformerParts
 from tests.backend_helpers import compile_function
-from tests.decoding.helpers import (
-    END,
-    START,
-    TINY,
-    VARIANTS,
-    check_padding_after_end,
-    digit_sources,
-    full_forward_logits,
-    pad_to,
-    penalized,
-    sequence_log_prob,
-    sources,
-    tiny_model,
-    to_numpy,
-    trained_reversal_model,
-)
+from tests.decoding.helpers import END
+from tests.decoding.helpers import START
+from tests.decoding.helpers import TINY
+from tests.decoding.helpers import VARIANTS
+from tests.decoding.helpers import check_padding_after_end
+from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import full_forward_logits
+from tests.decoding.helpers import pad_to
+from tests.decoding.helpers import penalized
+from tests.decoding.helpers import sequence_log_prob
+from tests.decoding.helpers import sources
+from tests.decoding.helpers import tiny_model
+from tests.decoding.helpers import to_numpy
+from tests.decoding.helpers import trained_reversal_model
 
 
 def test_gnmt_length_penalty():

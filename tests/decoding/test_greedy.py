@@ -3,22 +3,21 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding import greedy_decode, greedy_search
+from keras_transformer.decoding import greedy_decode
+from keras_transformer.decoding import greedy_search
 from keras_transformer.models import TransformerParts
 from tests.backend_helpers import compile_function
-from tests.decoding.helpers import (
-    END,
-    START,
-    VARIANTS,
-    check_padding_after_end,
-    digit_sources,
-    pad_to,
-    reference_greedy,
-    sources,
-    tiny_model,
-    to_numpy,
-    trained_reversal_model,
-)
+from tests.decoding.helpers import END
+from tests.decoding.helpers import START
+from tests.decoding.helpers import VARIANTS
+from tests.decoding.helpers import check_padding_after_end
+from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import pad_to
+from tests.decoding.helpers import reference_greedy
+from tests.decoding.helpers import sources
+from tests.decoding.helpers import tiny_model
+from tests.decoding.helpers import to_numpy
+from tests.decoding.helpers import trained_reversal_model
 
 
 def _frequent_token(model, src, max_length):

@@ -9,9 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-from keras_transformer.decoding import beam_search_with_parts, greedy_search, sample_with_parts
+from keras_transformer.decoding import beam_search_with_parts
+from keras_transformer.decoding import greedy_search
+from keras_transformer.decoding import sample_with_parts
 from keras_transformer.models import TransformerParts
-from tests.decoding.helpers import END, START, VARIANTS, sources, tiny_model, to_numpy
+from tests.decoding.helpers import END
+from tests.decoding.helpers import START
+from tests.decoding.helpers import VARIANTS
+from tests.decoding.helpers import sources
+from tests.decoding.helpers import tiny_model
+from tests.decoding.helpers import to_numpy
 
 
 @pytest.mark.tensorflow_only

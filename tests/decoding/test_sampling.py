@@ -5,19 +5,18 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding import greedy_decode, sample_decode
+from keras_transformer.decoding import greedy_decode
+from keras_transformer.decoding import sample_decode
 from keras_transformer.decoding.sampling import make_sampler
-from tests.decoding.helpers import (
-    END,
-    START,
-    check_padding_after_end,
-    digit_sources,
-    pad_to,
-    sources,
-    tiny_model,
-    to_numpy,
-    trained_reversal_model,
-)
+from tests.decoding.helpers import END
+from tests.decoding.helpers import START
+from tests.decoding.helpers import check_padding_after_end
+from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import pad_to
+from tests.decoding.helpers import sources
+from tests.decoding.helpers import tiny_model
+from tests.decoding.helpers import to_numpy
+from tests.decoding.helpers import trained_reversal_model
 
 
 def _draw_frequencies(logits, **filters):

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from keras_transformer.decoding.tuning import DecodingSettings, search_decoding
+from keras_transformer.decoding.tuning import DecodingSettings
+from keras_transformer.decoding.tuning import search_decoding
 
 REFERENCES = ["a dog runs on the grass .", "two men sit on a bench ."]
 

@@ -5,7 +5,8 @@ import sys
 from keras_transformer import cli
 from keras_transformer.export import SavedModelTranslator
 from keras_transformer.export.exporter import default_saved_model_path
-from tests.export.helpers import BAD_INPUTS, SENTENCES
+from tests.export.helpers import BAD_INPUTS
+from tests.export.helpers import SENTENCES
 
 
 def _stdin(monkeypatch, lines):

@@ -11,9 +11,12 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import cli
-from keras_transformer.decoding.translator import Translator, encode_sources
+from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import encode_sources
 from keras_transformer.runs.ensemble import load_ensemble
-from tests.export.helpers import BAD_INPUTS, MODEL_SETTINGS, SENTENCES
+from tests.export.helpers import BAD_INPUTS
+from tests.export.helpers import MODEL_SETTINGS
+from tests.export.helpers import SENTENCES
 
 LENGTH_PENALTY = 0.8
 
@@ -116,7 +119,8 @@ def test_an_ensemble_of_probabilities_exports_with_its_rule(ensemble):
 
 
 def test_the_tflite_model_translates_like_the_saved_model(ensemble):
-    from keras_transformer.export import SavedModelTranslator, TFLiteTranslator
+    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.export import TFLiteTranslator
 
     ens, paths = ensemble
     inputs = SENTENCES + BAD_INPUTS

@@ -1,6 +1,9 @@
 """The Python `Translator` (the reference the exported graphs are compared with) on the tiny run."""
 
-from keras_transformer.decoding.translator import Translator, encode_sources, pad_source_rows, tokenize_rows
+from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import encode_sources
+from keras_transformer.decoding.translator import pad_source_rows
+from keras_transformer.decoding.translator import tokenize_rows
 from tests.export.helpers import SENTENCES
 
 

@@ -9,9 +9,11 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import beam_search
-from keras_transformer.decoding.translator import Translator, encode_sources
+from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import encode_sources
 from keras_transformer.export import SavedModelTranslator
-from tests.export.helpers import BAD_INPUTS, SENTENCES
+from tests.export.helpers import BAD_INPUTS
+from tests.export.helpers import SENTENCES
 
 # Runs in a fresh interpreter with `-I -S`: no PYTHONPATH, no current directory and no `.pth` files, so the editable
 # install of keras_transformer is invisible; only site-packages (tensorflow, tensorflow_text) is put on the path.

@@ -4,15 +4,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer.export import (
-    TFLiteTranslator,
-    TranslatorModule,
-    check_tflite_ops,
-    export_tflite,
-    tflite_op_names,
-)
+from keras_transformer.export import TFLiteTranslator
+from keras_transformer.export import TranslatorModule
+from keras_transformer.export import check_tflite_ops
+from keras_transformer.export import export_tflite
+from keras_transformer.export import tflite_op_names
 from keras_transformer.export.tflite import TFTEXT_CUSTOM_OPS
-from tests.export.helpers import BAD_INPUTS, SENTENCES
+from tests.export.helpers import BAD_INPUTS
+from tests.export.helpers import SENTENCES
 
 
 def test_only_builtin_and_tensorflow_text_ops(exported):

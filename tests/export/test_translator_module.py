@@ -6,7 +6,8 @@ from keras_transformer.decoding import beam_search
 from keras_transformer.decoding.translator import encode_sources
 from keras_transformer.export import TranslatorModule
 from keras_transformer.export.translator_module import FORMAT
-from tests.export.helpers import BAD_INPUTS, SENTENCES
+from tests.export.helpers import BAD_INPUTS
+from tests.export.helpers import SENTENCES
 
 
 def test_source_ids_follow_the_training_layout(run):

@@ -47,7 +47,8 @@ def make_marian_checkpoint(directory, d_model=64, layers=2, heads=4, ffn=128, sp
     """
     import sentencepiece
     import torch
-    from transformers import MarianConfig, MarianMTModel
+    from transformers import MarianConfig
+    from transformers import MarianMTModel
 
     os.makedirs(directory, exist_ok=True)
     protos = {"source.spm": train_spm(sentences(WORDS, 400, seed), spm_vocab),

@@ -6,13 +6,15 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
-from tests.importers.marian_files import EN_WORDS, WORDS, make_marian_checkpoint, sentences  # noqa: E402
+from tests.importers.marian_files import EN_WORDS  # noqa: E402
+from tests.importers.marian_files import WORDS  # noqa: E402
+from tests.importers.marian_files import make_marian_checkpoint  # noqa: E402
+from tests.importers.marian_files import sentences  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -110,9 +112,11 @@ def test_translate_defaults_to_transformers_generate_beam_search(imported, check
 def test_exports_translate_like_the_python_translator(imported, tmp_path, texts):
     """SavedModel, TFLite and CTranslate2 exports of the imported run: the same greedy translations."""
     pytest.importorskip("ctranslate2")
-    from keras_transformer import export_run, load_run
+    from keras_transformer import export_run
+    from keras_transformer import load_run
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.export.ctranslate2_model import CTranslate2Translator, export_ctranslate2
+    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+    from keras_transformer.export.ctranslate2_model import export_ctranslate2
     from keras_transformer.export.saved_model import SavedModelTranslator
     from keras_transformer.export.tflite import TFLiteTranslator
 
@@ -233,7 +237,8 @@ def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refus
 
 
 def test_from_preset_imports_a_checkpoint_once_and_generates(checkpoint, imported, tmp_path, monkeypatch):
-    from keras_transformer import TransformerSeq2SeqLM, load_run
+    from keras_transformer import TransformerSeq2SeqLM
+    from keras_transformer import load_run
     from keras_transformer.decoding.translator import Translator
 
     monkeypatch.setenv("KERAS_TRANSFORMER_CACHE", str(tmp_path / "cache"))

@@ -1,7 +1,7 @@
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import keras
 from keras import ops
 
 from keras_transformer.layers import HashDropout

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.layers import PositionalEmbedding, TransformerDecoder
+from keras_transformer.layers import PositionalEmbedding
+from keras_transformer.layers import TransformerDecoder
 from tests.layer_testing import run_layer_test
 
 

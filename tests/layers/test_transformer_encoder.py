@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.layers import PositionalEmbedding, TransformerEncoder
+from keras_transformer.layers import PositionalEmbedding
+from keras_transformer.layers import TransformerEncoder
 from tests.layer_testing import run_layer_test
 
 

@@ -1,6 +1,6 @@
+import keras
 import numpy as np
 import pytest
-import keras
 from keras import ops
 
 from keras_transformer.layers import WordDropout

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer import TransformerConfig, build_transformer
+from keras_transformer import TransformerConfig
+from keras_transformer import build_transformer
 from keras_transformer.models import TransformerParts
 
 
