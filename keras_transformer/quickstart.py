@@ -16,7 +16,7 @@ QUICKSTART_SETTINGS = {
     "d_ff": 256,
     "dropout": 0.1,
     "max_length": 32,
-    "epochs": 4,
+    "epochs": 3,
     "batch_size": 64,
     "vocab_size": 400,
     "warmup_steps": 1000,
