@@ -54,6 +54,7 @@ from keras_transformer.data.sentencepiece_model import UNKNOWN
 from keras_transformer.data.sentencepiece_model import detokenization_tables
 from keras_transformer.data.sentencepiece_model import read_model
 from keras_transformer.data.sentencepiece_model import reasons_against_fast
+from keras_transformer.data.tokenizer_base import Tokenizer
 
 _CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.json"
@@ -64,7 +65,7 @@ ENGINES = ("auto", "fast", "standard")
 
 
 
-class SentencePieceTokenizer(tf.Module):
+class SentencePieceTokenizer(Tokenizer):
     """The tokenizer of an OPUS-MT (Marian) checkpoint: one SentencePiece model and the checkpoint's vocabulary.
 
     Ids are `int32`: `<pad>`=0, `<unk>`=1, `[START]`=2, `</s>`=3, then the other `vocab.json` tokens in Marian's
@@ -165,32 +166,6 @@ class SentencePieceTokenizer(tf.Module):
     # Properties.
 
     @property
-    def vocab(self):
-        """The tokens, as a list indexed by our id."""
-        return list(self._vocab)
-
-    @property
-    def vocab_size(self):
-        """Our vocabulary size: Marian's plus one (`[START]`)."""
-        return len(self._vocab)
-
-    @property
-    def pad_id(self):
-        return 0
-
-    @property
-    def unk_id(self):
-        return 1
-
-    @property
-    def start_id(self):
-        return 2
-
-    @property
-    def end_id(self):
-        return 3
-
-    @property
     def source_start_id(self):
         """The id that starts a source sequence: `None`, Marian's sources are `pieces + </s>`."""
         return None
@@ -218,17 +193,6 @@ class SentencePieceTokenizer(tf.Module):
     def from_original_ids(self, original_ids):
         """Maps Marian ids (any shape, NumPy or nested lists) to ours; returns an `int32` NumPy array."""
         return self._ids_from_original[np.asarray(original_ids, dtype=np.int64)]
-
-    def token_to_id(self, token):
-        """The id of `token`, or `unk_id` when it is not in the vocabulary."""
-        return self._index.get(token, self.unk_id)
-
-    def id_to_token(self, token_id):
-        return self._vocab[int(token_id)]
-
-    def tokens(self, ids):
-        """Python helper: the token strings of one sequence of ids (for debugging and tests)."""
-        return [self._vocab[int(i)] for i in np.asarray(ids).reshape(-1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # TensorFlow ops.

@@ -30,6 +30,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_transformer.data.corpus import as_corpus
+from keras_transformer.data.tokenizer_base import Tokenizer
 from keras_transformer.data.vocabulary import RESERVED_TOKENS
 from keras_transformer.data.vocabulary import SUFFIX_INDICATOR
 from keras_transformer.data.vocabulary import learn_attachment
@@ -43,7 +44,7 @@ _VOCAB_FILE = "vocab.txt"
 _FORMAT = "keras_transformer.SubwordTokenizer"
 
 
-class SubwordTokenizer(tf.Module):
+class SubwordTokenizer(Tokenizer):
     """A cased WordPiece tokenizer with readable, TFLite-friendly detokenization.
 
     Ids are `int32`: `[PAD]`=0, `[UNK]`=1, `[START]`=2, `[END]`=3, then the learned pieces. Case is preserved.
@@ -142,35 +143,6 @@ class SubwordTokenizer(tf.Module):
     # Properties.
 
     @property
-    def vocab(self):
-        """The tokens, as a list indexed by id."""
-        return list(self._vocab)
-
-    @property
-    def vocab_size(self):
-        return len(self._vocab)
-
-    @property
-    def pad_id(self):
-        return 0
-
-    @property
-    def unk_id(self):
-        return 1
-
-    @property
-    def start_id(self):
-        return 2
-
-    @property
-    def end_id(self):
-        return 3
-
-    @property
-    def source_start_id(self):  # what starts a packed source (`None` for tokenizers whose sources have no start)
-        return self.start_id
-
-    @property
     def attach_left(self):
         """Boolean NumPy array `[vocab_size]`: token attaches to the previous one when detokenizing."""
         return self._attach_left.copy()
@@ -184,15 +156,6 @@ class SubwordTokenizer(tf.Module):
     def paired(self):
         """Boolean NumPy array `[vocab_size]`: marks glued by parity (opening, closing) when detokenizing."""
         return self._paired.copy()
-
-    def token_to_id(self, token):
-        """The id of `token`, or `unk_id` when it is not in the vocabulary."""
-        if not hasattr(self, "_index"):
-            self._index = {t: i for i, t in enumerate(self._vocab)}
-        return self._index.get(token, self.unk_id)
-
-    def id_to_token(self, token_id):
-        return self._vocab[int(token_id)]
 
     # ----------------------------------------------------------------------------------------------------------
     # TensorFlow ops.
@@ -260,10 +223,6 @@ class SubwordTokenizer(tf.Module):
         )
         ragged = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
         return self._detokenizer.detokenize(ragged)
-
-    def tokens(self, ids):
-        """Python helper: the token strings of one sequence of ids (for debugging and tests)."""
-        return [self._vocab[int(i)] for i in np.asarray(ids).reshape(-1)]
 
     # ----------------------------------------------------------------------------------------------------------
     # Training.
