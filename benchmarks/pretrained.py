@@ -178,6 +178,8 @@ def count_our_tokens(run_dir, texts, max_length):
 
     from keras_transformer import load_run
     from keras_transformer.decoding.translator import Translator
+    from keras_transformer.decoding.translator import sampler_for
+    from keras_transformer.decoding.tuning import DecodingSettings
 
     run = load_run(run_dir)
     translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer, max_length=max_length,
@@ -185,8 +187,8 @@ def count_our_tokens(run_dir, texts, max_length):
     end = run.target_tokenizer.end_id
     counted = {}
     for beam, _ in DECODINGS:
-        tokens, _ = translator.translate_ids(texts, beam_size=beam, length_penalty=1.0,
-                                             length_penalty_rule="transformers")
+        settings = DecodingSettings(beam_size=beam, length_penalty=1.0, length_penalty_rule="transformers")
+        tokens, _ = translator.translate_ids(texts, sampler_for(settings))
         counts = [int(np.sum((row != 0) & (row != end))) for row in tokens]
         decoded = [t.decode("utf-8") for t in run.target_tokenizer.detokenize(tokens).numpy()]
         counted[beam] = counts, decoded
