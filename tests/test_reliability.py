@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_the_fast_reliability_cases(tmp_path):
     rows_path = tmp_path / "rows.json"
     process = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reliability.py"), "--fast",
