@@ -25,10 +25,6 @@ BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/
 def pytest_collection_modifyitems(config, items):
     """Under `KERAS_BACKEND=jax` or `torch`, keep only the backend-agnostic tests (the others are deselected,
     not skipped, so the summary counts only what ran on that backend)."""
-    # The modules that hold slow tests run first (each module's tests stay together and in order), so that with
-    # `-n 2` the long tests start early instead of keeping one worker busy after the other has finished.
-    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.module.__name__ not in slow_modules)
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return
