@@ -17,6 +17,7 @@ import dataclasses
 import os
 import socket
 import time
+import warnings
 
 MODES = ("mirrored", "multi-host")
 
@@ -135,6 +136,31 @@ def _mirrored(devices):
     kind = "GPUs" if gpus else "logical CPU devices"
     return Placement(scope=strategy.scope, replicas=count,
                      description=f"tf.distribute.MirroredStrategy over {count} {kind}")
+
+
+class DistributionWarning(UserWarning):
+    """A setting changed to one the distribution supports (printed as one `note:` line by the CLI)."""
+
+
+def mirrored_jit_compile(asked):
+    """The train step's `jit_compile` under `mirrored`: off, as Keras itself turns it off under `tf.distribute`.
+
+    An XLA-compiled step reads the replicas' variables from one device (XLA's known issue "tf.Variable on a
+    different device"), so TensorFlow stops at the first step. Left unset, XLA is turned off with a
+    `DistributionWarning`; asked for, it is refused before any work starts.
+
+    Raises:
+        DistributionError: `asked` is True.
+    """
+    if asked:
+        raise DistributionError(
+            "--jit-compile with --distribute mirrored: XLA-compiled steps cannot read variables mirrored on other "
+            "devices (tf.distribute runs without XLA); drop --jit-compile, or train compiled on JAX with "
+            "--distribute multi-host")
+    if asked is None:
+        warnings.warn("--distribute mirrored trains without XLA (the train step is not compiled): XLA-compiled "
+                      "steps cannot read variables mirrored on other devices", DistributionWarning, stacklevel=3)
+    return False
 
 
 def wait_for_coordinator(address, timeout, clock=time.monotonic):

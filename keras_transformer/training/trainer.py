@@ -43,6 +43,7 @@ from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.training.datasets import training_data
 from keras_transformer.training.distribution import DistributionConfig
+from keras_transformer.training.distribution import mirrored_jit_compile
 from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.fine_tuning import copy_weights
 from keras_transformer.training.fine_tuning import describe_fine_tuning
@@ -205,13 +206,17 @@ def _checked_settings(model_settings, training_settings, distribution, init_from
     A `SettingError` names the setting, the value and the rule; a fine-tune (`init_from`) takes its starting
     run's model settings and the fine-tuning schedule's defaults.
     """
+    model_settings_in = model_settings
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
     if init_from is not None:
         init_from = os.path.abspath(init_from)
         model_settings, checked_training = fine_tuning_settings(init_from, output_dir, model_settings,
                                                                 checked_training)
-    training_config = TrainingConfig(**checked_training, init_from=init_from)
     distribution = distribution or DistributionConfig()
+    if distribution.mode == "mirrored":
+        asked = {**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile")
+        checked_training["jit_compile"] = mirrored_jit_compile(asked)
+    training_config = TrainingConfig(**checked_training, init_from=init_from)
     if distribution.mode and training_config.rdrop:
         raise ValueError("rdrop is not supported with --distribute: the devices would each get one copy of an "
                          "example instead of both")

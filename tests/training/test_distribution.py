@@ -84,10 +84,13 @@ def single_device_jax(corpus):
 def test_mirrored_two_devices_give_the_single_device_losses(corpus, single_device):
     root, src, tgt = corpus
     out = str(root / "mirrored")
-    result = subprocess.run(_train_command(src, tgt, out, *NO_XLA, "--distribute", "mirrored", "--devices", "2"),
+    # The default flags, as README shows them: XLA is on by default, and mirrored turns it off with one note.
+    result = subprocess.run(_train_command(src, tgt, out, "--distribute", "mirrored", "--devices", "2"),
                             env=_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "MirroredStrategy over 2 logical CPU devices" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if "note:" in line and "XLA" in line]
+    assert len(notes) == 1 and "note: --distribute mirrored trains without XLA" in notes[0], result.stderr
     losses = _losses(out)
     assert len(losses) == len(single_device) == 3
     assert losses[-1] < losses[0]  # it learns
@@ -156,6 +159,8 @@ def test_killed_run_resumes_mid_epoch_and_loses_at_most_n_steps(corpus, single_d
      "--process-id 2: expected 0 <= I < --num-processes (2)"),
     (["--distribute", "multi-host", "--num-processes", "2", "--process-id", "0"], "needs --coordinator"),
     (["--devices", "2"], "--devices goes with --distribute mirrored"),
+    (["--distribute", "mirrored", "--devices", "2", "--jit-compile"],
+     "--jit-compile with --distribute mirrored: XLA-compiled steps cannot read variables mirrored"),
 ])
 def test_bad_distribution_flags_are_one_clear_line(corpus, flags, message):
     root, src, tgt = corpus
