@@ -3,6 +3,7 @@
 from keras import ops
 
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding import compiled_decoders
 from keras_transformer.decoding import loop_ops
 
 # GNMT's alpha as the paper's beam search uses it; `keras-transformer tune` chooses a run's own on held-out data.
@@ -224,7 +225,7 @@ def beam_search(
     length_penalty=0.6,
     return_scores=False,
     stop_early=True,
-    jit_compile=False,
+    jit_compile=None,
     length_penalty_rule="gnmt",
     force_end=False,
 ):
@@ -266,10 +267,11 @@ def beam_search(
         return_scores: bool. Also return each row's best score.
         stop_early: bool. End the loop once every row is done (checked in the loop
             condition); `False` runs `max_length` steps with the same results.
-        jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
-            on JAX), built once per model and settings and cached (the length penalty is an input
-            of that function, so trying many alphas compiles once). The plain call runs eagerly;
-            inside your own `tf.function`/`jax.jit`, leave this `False`.
+        jit_compile: `None` (default): for eager callers on TensorFlow and JAX, run through an XLA-compiled
+            function (`jax.jit` on JAX), built once per model and settings and cached; inside your own
+            `tf.function`/`jax.jit`, and on PyTorch, the plain function. `True` always compiles (eager inputs
+            only), `False` runs eagerly. The length penalty is an input of the compiled function, so trying
+            many alphas compiles once.
         length_penalty_rule: `"gnmt"` (default) or `"transformers"`, see above.
         force_end: bool. At the last position (`max_length`) only `end_id` may come, at no cost, as with
             transformers' `forced_eos_token_id` (Marian checkpoints set it).
@@ -307,9 +309,7 @@ def beam_search(
         length_penalty=length_penalty, stop_early=stop_early, length_penalty_rule=length_penalty_rule,
         force_end=bool(force_end),
     )
-    if jit_compile:
-        from keras_transformer.decoding import compiled_decoders
-
+    if compiled_decoders.use_compiled(jit_compile, encoder_inputs):
         # The length penalty is an input of the compiled function, not a setting: a new alpha reuses the code.
         alpha = settings.pop("length_penalty")
         rows = loop_ops.concrete_int(ops.shape(encoder_inputs)[0])

@@ -1,4 +1,5 @@
-"""The decoders XLA-compiled (`jit_compile=True`) through Keras' own compiled predict step, cached per model.
+"""The decoders XLA-compiled (`jit_compile=True`, the default for eager calls on TensorFlow and JAX) through
+Keras' own compiled predict step, cached per model.
 
 A decoder with fixed settings is wrapped in a small `keras.Model` compiled with
 `jit_compile=True`, so Keras builds the backend's compiled function (`tf.function(jit_compile=True)`
@@ -36,6 +37,36 @@ class _DecodingModel(keras.Model):
         return self._function(self._parts_weak(), **named, **self._settings)
 
 
+def is_traced(tensor):
+    """Whether `tensor` belongs to a function being traced (`tf.function`, `jax.jit`) rather than an eager call."""
+    name = keras.backend.backend()
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        return not tf.executing_eagerly()
+    if name == "jax":
+        import jax
+
+        tracer = getattr(getattr(jax, "core", None), "Tracer", None)
+        return isinstance(tensor, tracer) if tracer is not None else type(tensor).__name__.endswith("Tracer")
+    return loop_ops.concrete_int(ops.size(tensor)) is None
+
+
+def use_compiled(jit_compile, encoder_inputs):
+    """Whether a decoder called with `jit_compile` runs compiled.
+
+    `None` (the default) compiles on TensorFlow and JAX when the inputs are concrete (an eager call), and runs
+    the plain function inside a caller's own `tf.function`/`jax.jit` (whose compiler then compiles it) and on
+    PyTorch, whose `torch.compile` unrolls the decoding loop and takes minutes to compile it. `True` and `False`
+    are followed as given.
+    """
+    if jit_compile is None:
+        return keras.backend.backend() != "torch" and not is_traced(encoder_inputs)
+    if not isinstance(jit_compile, bool):
+        raise TypeError(f"`jit_compile` must be True, False or None; got {jit_compile!r}")
+    return jit_compile
+
+
 def run_compiled(owner, parts, function, inputs, settings):
     """`function(parts, **inputs, **settings)` through a cached, XLA-compiled Keras predict step.
 
@@ -51,7 +82,7 @@ def run_compiled(owner, parts, function, inputs, settings):
         The function's outputs as backend tensors.
     """
     for name, value in inputs.items():
-        if loop_ops.concrete_int(ops.size(value)) is None:
+        if is_traced(value) or loop_ops.concrete_int(ops.size(value)) is None:
             raise ValueError(
                 f"`jit_compile=True` compiles a function for eager callers, but `{name}` is symbolic: "
                 "inside your own `tf.function`/`jax.jit`, call the decoder without `jit_compile` "

@@ -3,6 +3,7 @@
 from keras import ops
 
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding import compiled_decoders
 from keras_transformer.decoding import loop_ops
 
 
@@ -89,7 +90,7 @@ def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_earl
     )
 
 
-def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_early=True, jit_compile=False,
+def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_early=True, jit_compile=None,
                   force_end=False):
     """Greedy decoding: at each step the most likely next token, with key/value caches.
 
@@ -108,9 +109,10 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
         end_id: Python int. The id that ends a row.
         stop_early: bool. Stop once every row has produced `end_id` (the loop condition checks
             it); `False` always runs `max_length` steps (same tokens; useful for timing).
-        jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
-            on JAX), built once per model and settings and cached. The plain call runs eagerly;
-            inside your own `tf.function`/`jax.jit`, leave this `False`.
+        jit_compile: `None` (default): for eager callers on TensorFlow and JAX, run through an XLA-compiled
+            function (`jax.jit` on JAX), built once per model and settings and cached; inside your own
+            `tf.function`/`jax.jit`, and on PyTorch, the plain function. `True` always compiles (eager inputs
+            only), `False` runs eagerly.
         force_end: bool. A row that has not ended by its last position (`max_length`) gets `end_id` there, as
             transformers' `forced_eos_token_id` does (Marian checkpoints set it).
 
@@ -131,9 +133,7 @@ def greedy_decode(model, encoder_inputs, max_length, start_id, end_id, stop_earl
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
     encoder_inputs = arguments.check_encoder_inputs(encoder_inputs)
-    if jit_compile:
-        from keras_transformer.decoding import compiled_decoders
-
+    if compiled_decoders.use_compiled(jit_compile, encoder_inputs):
         settings = dict(max_length=max_length, start_id=start_id, end_id=end_id, stop_early=stop_early,
                         force_end=bool(force_end))
         tokens = compiled_decoders.run_compiled(model, parts, greedy_search, {"encoder_inputs": encoder_inputs},

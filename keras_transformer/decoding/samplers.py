@@ -14,7 +14,7 @@ config dict (`{"class_name": "BeamSampler", "config": {"num_beams": 4}}`) or an 
 * `RandomSampler(temperature=1.0, seed=None)`: draws from the whole distribution.
 
 All of them use the key/value-cached decoders of this package (`greedy`, `beam_search`, `sampling`), keep static
-shapes and run compiled (`jit_compile=True`) or eagerly.
+shapes and run compiled (the default on TensorFlow and JAX) or eagerly (`jit_compile=False`).
 
 Example:
 
@@ -36,7 +36,7 @@ from keras_transformer.decoding.sampling import sample_decode
 class Sampler:
     """A decoding strategy: `sampler(model, encoder_inputs, max_length, start_id, end_id)` -> int32 `[B, L]`."""
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         raise NotImplementedError
 
     def get_config(self):
@@ -61,7 +61,7 @@ class GreedySampler(Sampler):
     def __init__(self, force_end=False):
         self.force_end = bool(force_end)
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         return greedy_decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile,
                              force_end=self.force_end)
 
@@ -87,7 +87,7 @@ class BeamSampler(Sampler):
         self.length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
         self.force_end = bool(force_end)
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         return beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=self.num_beams,
                            length_penalty=self.length_penalty, jit_compile=jit_compile,
                            length_penalty_rule=self.length_penalty_rule, force_end=self.force_end)
@@ -112,7 +112,7 @@ class RandomSampler(Sampler):
     def _filters(self):
         return {}
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=False):
+    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         return sample_decode(model, encoder_inputs, max_length, start_id, end_id, temperature=self.temperature,
                              seed=self.seed, jit_compile=jit_compile, **self._filters())
 
@@ -183,7 +183,7 @@ def serialize_sampler(sampler):
     return {"class_name": type(sampler).__name__, "config": sampler.get_config()}
 
 
-def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greedy", jit_compile=False):
+def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greedy", jit_compile=None):
     """Decodes with any sampler; int32 `[batch, length]` tokens after `start_id`, 0-padded after `end_id`.
 
     Args:
@@ -193,6 +193,7 @@ def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greed
         start_id: the target vocabulary's `[START]` id.
         end_id: the target vocabulary's `[END]` id.
         sampler: see `get_sampler`.
-        jit_compile: compile the decoding loop with XLA.
+        jit_compile: `None` (default) compiles the decoding loop with XLA for eager calls on TensorFlow and JAX
+            (see `greedy_decode`); `True` always, `False` never.
     """
     return get_sampler(sampler)(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding import compiled_decoders
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.greedy import decode_token_by_token
 
@@ -95,7 +96,7 @@ def sample_decode(
     top_p=None,
     seed=None,
     stop_early=True,
-    jit_compile=False,
+    jit_compile=None,
 ):
     """Random sampling, token by token with key/value caches: temperature, top-k, top-p.
 
@@ -121,9 +122,10 @@ def sample_decode(
             traced function that seed is fixed when the function is traced: pass seeds
             explicitly there).
         stop_early: bool. Stop once every row has produced `end_id`.
-        jit_compile: bool. For eager callers: run through an XLA-compiled function (`jax.jit`
-            on JAX), built once per model and settings and cached. The plain call runs eagerly;
-            inside your own `tf.function`/`jax.jit`, leave this `False`.
+        jit_compile: `None` (default): for eager callers on TensorFlow and JAX, run through an XLA-compiled
+            function (`jax.jit` on JAX), built once per model and settings and cached; inside your own
+            `tf.function`/`jax.jit`, and on PyTorch, the plain function. `True` always compiles (eager inputs
+            only), `False` runs eagerly.
 
     Returns:
         int32 `[batch, L]`, `L <= max_length`: the sampled tokens after `start_id`, with
@@ -157,9 +159,8 @@ def sample_decode(
         max_length=max_length, start_id=start_id, end_id=end_id, temperature=temperature,
         top_k=top_k, top_p=top_p, stop_early=stop_early,
     )
-    if jit_compile:  # the random numbers are an input, so one compiled function serves every seed
-        from keras_transformer.decoding import compiled_decoders
-
+    # The random numbers are an input, so one compiled function serves every seed.
+    if compiled_decoders.use_compiled(jit_compile, encoder_inputs):
         inputs = {"encoder_inputs": encoder_inputs, "uniforms": uniforms}
         tokens = compiled_decoders.run_compiled(model, parts, sample_with_parts, inputs, settings)
     else:

@@ -7,8 +7,15 @@ import numpy as np
 from keras import ops
 
 from keras_transformer import build_transformer
+from keras_transformer import decoding
 
 START, END = 1, 2
+
+# The decoders' algorithms run eagerly here (many small models and shapes, each of which the compiled default
+# would compile anew); test_compiled_defaults.py checks that the default call compiles and gives these tokens.
+eager_greedy_decode = functools.partial(decoding.greedy_decode, jit_compile=False)
+eager_beam_search = functools.partial(decoding.beam_search, jit_compile=False)
+eager_sample_decode = functools.partial(decoding.sample_decode, jit_compile=False)
 TINY = dict(num_layers=2, d_model=32, num_heads=4, d_ff=64, dropout=0.0, max_length=32)
 VARIANTS = {
     "paper": {},

@@ -5,9 +5,7 @@ import numpy as np
 import pytest
 
 from keras_transformer import build_transformer
-from keras_transformer.decoding import beam_search
 from keras_transformer.decoding import gnmt_length_penalty
-from keras_transformer.decoding import greedy_decode
 from keras_transformer.models.transformer_parts import TransformerParts
 from tests.backend_helpers import compile_function
 from tests.decoding.helpers import END
@@ -16,6 +14,8 @@ from tests.decoding.helpers import TINY
 from tests.decoding.helpers import VARIANTS
 from tests.decoding.helpers import check_padding_after_end
 from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import eager_beam_search as beam_search
+from tests.decoding.helpers import eager_greedy_decode as greedy_decode
 from tests.decoding.helpers import full_forward_logits
 from tests.decoding.helpers import pad_to
 from tests.decoding.helpers import penalized

@@ -4,13 +4,13 @@ probabilities, with `combine="prob"`)."""
 import numpy as np
 import pytest
 
-from keras_transformer.decoding import beam_search
-from keras_transformer.decoding import greedy_decode
 from keras_transformer.models import EnsembleParts
 from tests.backend_helpers import backend
 from tests.decoding.helpers import END
 from tests.decoding.helpers import START
 from tests.decoding.helpers import check_padding_after_end
+from tests.decoding.helpers import eager_beam_search as beam_search
+from tests.decoding.helpers import eager_greedy_decode as greedy_decode
 from tests.decoding.helpers import penalized
 from tests.decoding.helpers import sources
 from tests.decoding.helpers import tiny_model

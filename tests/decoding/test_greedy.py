@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding import greedy_decode
 from keras_transformer.decoding import greedy_search
 from keras_transformer.models import TransformerParts
 from tests.backend_helpers import compile_function
@@ -12,6 +11,8 @@ from tests.decoding.helpers import START
 from tests.decoding.helpers import VARIANTS
 from tests.decoding.helpers import check_padding_after_end
 from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import eager_beam_search as beam_search
+from tests.decoding.helpers import eager_greedy_decode as greedy_decode
 from tests.decoding.helpers import pad_to
 from tests.decoding.helpers import reference_greedy
 from tests.decoding.helpers import sources
@@ -145,7 +146,6 @@ def test_first_argmax_matches_numpy_and_takes_the_lowest_id_on_ties():
 def test_padding_and_the_start_token_are_never_generated():
     # A model whose logits favour the start token and padding by far: the decoders still never choose either.
     from keras_transformer import build_transformer
-    from keras_transformer.decoding import beam_search
 
     model = build_transformer(40, 40, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_length=16,
                               share_embeddings=True, tie_output=True, output_bias=True)
@@ -162,7 +162,6 @@ def test_force_end_ends_rows_that_reach_the_last_position():
     # A model that never chooses [END] by itself: with force_end every row's last token is [END], the tokens before
     # it are the unforced ones, and beam search (transformers' forced_eos_token_id) does the same.
     from keras_transformer import build_transformer
-    from keras_transformer.decoding import beam_search
 
     model = build_transformer(40, 40, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0, max_length=16,
                               share_embeddings=True, tie_output=True, output_bias=True)

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding import greedy_decode
-from keras_transformer.decoding import sample_decode
 from keras_transformer.decoding.sampling import make_sampler
 from tests.decoding.helpers import END
 from tests.decoding.helpers import START
 from tests.decoding.helpers import check_padding_after_end
 from tests.decoding.helpers import digit_sources
+from tests.decoding.helpers import eager_greedy_decode as greedy_decode
+from tests.decoding.helpers import eager_sample_decode as sample_decode
 from tests.decoding.helpers import pad_to
 from tests.decoding.helpers import sources
 from tests.decoding.helpers import tiny_model
