@@ -31,8 +31,9 @@ def test_decode_benchmark_compares_with_keras_hub_in_python_and_saved_model(tmp_
         "--batch-sizes", "2", "--repeats", "1", "--source-length", "5", "--saved-model", tmpdir=tmp_path,
     )
     assert not list(tmp_path.glob("decode_saved_model_*")), "the benchmark's SavedModels were left in TMPDIR"
-    for row in ("ours (cached)", "keras-hub (cached)", "re-decode (prefix)", "re-decode (fixed buffer)",
-                "ours (cached) [SavedModel]", "keras-hub (cached) [SavedModel]"):
+    assert re.search(r"batch  2:\s+[\d.]+x the default call greedy_decode\(...\) vs keras-hub", out), out
+    for row in ("ours (greedy_decode)", "ours (cached)", "keras-hub (cached)", "re-decode (prefix)",
+                "re-decode (fixed buffer)", "ours (cached) [SavedModel]", "keras-hub (cached) [SavedModel]"):
         assert re.search(re.escape(row) + r"\s+2\s+(yes|no)\s+[\d.]+\s+\d+", out), (row, out)
     assert re.search(r"batch  2, XLA yes:\s+[\d.]+x vs keras-hub \(cached\), both inside a SavedModel", out), out
     tied = run_script("decode.py", *TINY_MODEL, "--num-heads", "2", "--num-layers", "1", "--vocab-size", "60",

@@ -18,6 +18,13 @@ class MultiHeadAttention(keras.layers.Layer):
     the query's feature size (or `output_dim`). The softmax is computed in float32, and masked
     logits take a value that stays finite in float16, so mixed precision is safe.
 
+    Where its semantics allow (no attention weights returned, no attention dropout in this call, keys and values
+    computed in the call rather than read from a cache), the attention runs through
+    `keras.ops.dot_product_attention`: the backend's fused kernel (cuDNN or flash attention on GPUs, PyTorch's
+    `scaled_dot_product_attention`), which never writes the `[batch, heads, query, key]` weights to memory. The
+    explicit softmax path serves the other calls (and every call with `fused_attention=False`); both give the
+    same outputs to float rounding.
+
     Masks are booleans, `True` meaning "may attend". Keras masks on `query` and `value` (for
     example from `PositionalEmbedding`) are honoured, and merged with `attention_mask` and the
     causal mask in one place.
@@ -43,6 +50,9 @@ class MultiHeadAttention(keras.layers.Layer):
         rotary_max_wavelength: int. Longest RoPE wavelength.
         kernel_initializer: initializer for the projection kernels.
         bias_initializer: initializer for the projection biases.
+        fused_attention: bool. Use `keras.ops.dot_product_attention` where it applies (see above).
+        flash_attention: `None` (the backend decides), `True` or `False`: passed to
+            `keras.ops.dot_product_attention` (`keras.config.enable_flash_attention()` also turns it on).
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -84,6 +94,8 @@ class MultiHeadAttention(keras.layers.Layer):
         rotary_max_wavelength=10000,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        fused_attention=True,
+        flash_attention=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -98,6 +110,8 @@ class MultiHeadAttention(keras.layers.Layer):
         self.rotary_max_wavelength = rotary_max_wavelength
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.fused_attention = bool(fused_attention)
+        self.flash_attention = flash_attention
         self._scale = 1.0 / math.sqrt(float(key_dim))
 
     def _projection(self, name, units, input_dim):
@@ -186,13 +200,17 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.rotary is not None:
             q = self.rotary(q, start_index=query_offset)
 
+        # The fused kernel reads keys and values as [B, T, heads, d]; a cache holds them heads first.
+        fused = (self.fused_attention and cache is None and not return_attention_scores
+                 and not (training and self.dropout > 0))
         if cache is None:
             key = value if key is None else key
             k = self.project_key(key)
             v = self.project_value(value)
             if self.rotary is not None:
                 k = self.rotary(k)
-            k, v = _heads_first(k), _heads_first(v)
+            if not fused:
+                k, v = _heads_first(k), _heads_first(v)
             key_padding = value_mask if key_mask is None else key_mask
         elif cache_index is None:
             k, v = cache[:, 0], cache[:, 1]
@@ -215,20 +233,33 @@ class MultiHeadAttention(keras.layers.Layer):
         mask = merge_attention_masks(
             batch_size=ops.shape(q)[0],
             query_length=ops.shape(q)[1],
-            key_length=ops.shape(k)[2],
+            key_length=ops.shape(k)[1 if fused else 2],
             query_mask=query_mask,
             key_mask=key_padding,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask or (cache is not None and cache_index is not None),
             query_offset=query_offset,
         )
-        output, scores = self._attend(q, k, v, mask, training)
+        if fused:
+            output, scores = self._attend_fused(q, k, v, mask), None
+        else:
+            output, scores = self._attend(q, k, v, mask, training)
         results = [output]
         if return_attention_scores:
             results.append(scores)
         if cache is not None:
             results.append(cache)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _attend_fused(self, q, k, v, mask):
+        # q, k, v: [B, T, heads, d]; the mask [B, Tq, Tk] broadcasts over the heads.
+        context = ops.dot_product_attention(
+            q, k, v, mask=None if mask is None else ops.expand_dims(mask, 1), scale=self._scale,
+            flash_attention=self.flash_attention,
+        )
+        shape = ops.shape(context)
+        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.value_dim))
+        return self.output_dense(context)
 
     def _attend(self, q, k, v, mask, training):
         # q: [B, Tq, heads, d]; k, v: [B, heads, Tk, d].
@@ -282,6 +313,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 "rotary_max_wavelength": self.rotary_max_wavelength,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "fused_attention": self.fused_attention,
+                "flash_attention": self.flash_attention,
             }
         )
         return config
