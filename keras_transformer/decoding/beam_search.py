@@ -1,5 +1,6 @@
 """Beam search with a length penalty (GNMT's, or transformers' rule), key/value caches and static shapes."""
 
+import keras
 from keras import ops
 
 from keras_transformer.decoding import arguments
@@ -111,7 +112,8 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     encoder_outputs, padding_mask = parts.encode(encoder_inputs)
     # Encoder work and cross-attention projections happen once per source row, then the
     # results are repeated for the row's `k` beams (rows are laid out as `b * k + beam`).
-    cross_caches = [ops.repeat(c, k, axis=0) for c in parts.cross_attention_caches(encoder_outputs)]
+    cross_caches = keras.tree.map_structure(lambda c: ops.repeat(c, k, axis=0),
+                                            parts.cross_attention_caches(encoder_outputs))
     padding_mask = ops.repeat(padding_mask, k, axis=0)
     batch_size = ops.shape(encoder_inputs)[0]
     self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
@@ -173,7 +175,7 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         alive_seq = gather_rows(cand_seq, keep, 2 * k)
         last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
         parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + row_index * k, (-1,))
-        caches = [ops.take(cache, parents, axis=0) for cache in caches]  # one gather per layer
+        caches = keras.tree.map_structure(lambda c: ops.take(c, parents, axis=0), caches)  # one gather per tensor
 
         full = ops.all(fin_flag, axis=1)
         if rule == "gnmt":

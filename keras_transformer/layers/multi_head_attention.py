@@ -29,9 +29,10 @@ class MultiHeadAttention(keras.layers.Layer):
     example from `PositionalEmbedding`) are honoured, and merged with `attention_mask` and the
     causal mask in one place.
 
-    The cache makes incremental decoding cheap. It is one tensor
-    `[batch, 2, num_heads, cache_length, key_dim]` holding keys (index 0) and values (index 1), heads
-    before positions: the layout the per-head attention matmuls read, so a decoding step copies no cache:
+    The cache makes incremental decoding cheap. It is a pair `(keys, values)` of
+    `[batch, num_heads, cache_length, key_dim]` tensors, heads before positions: the layout the per-head attention
+    matmuls read, so a decoding step copies no cache (one tensor `[batch, 2, num_heads, cache_length, key_dim]`,
+    keys at index 0 and values at index 1 of axis 1, is also accepted, and returned in the same form):
     - with `cache_index` (self-attention while decoding): the keys/values of `query`'s new
       positions are written into the cache at `cache_index`, and the query attends to every
       cached position up to its own (the causal mask is offset by `cache_index`);
@@ -61,7 +62,8 @@ class MultiHeadAttention(keras.layers.Layer):
         key: `[batch, value_length, dim]`; defaults to `value`.
         attention_mask: boolean `[batch, query_length, value_length]`.
         use_causal_mask: bool. Block attention from each position to later positions.
-        cache: `[batch, 2, num_heads, cache_length, key_dim]` key/value cache (see above).
+        cache: `(keys, values)`, each `[batch, num_heads, cache_length, key_dim]`, or one stacked
+            `[batch, 2, num_heads, cache_length, key_dim]` tensor (see above).
         cache_index: int or scalar int tensor. Where the new positions go in the cache.
         return_attention_scores: bool. Also return the attention weights
             `[batch, num_heads, query_length, value_length]`.
@@ -164,14 +166,16 @@ class MultiHeadAttention(keras.layers.Layer):
     def project_value(self, value):
         return self._split_heads(self.value_dense(value), self.value_dim)
 
-    def compute_cache(self, value, key=None):
-        """Project `value`/`key` once into a `[batch, 2, heads, length, key_dim]` cache."""
+    def compute_cache(self, value, key=None, separate=True):
+        """Project `value`/`key` once into a cache: `(keys, values)`, each `[batch, heads, length, key_dim]`, or
+        with `separate=False` one stacked `[batch, 2, heads, length, key_dim]` tensor."""
         key = value if key is None else key
         k = self.project_key(key)
         v = self.project_value(value)
         if self.rotary is not None:
             k = self.rotary(k)
-        return ops.stack([_heads_first(k), _heads_first(v)], axis=1)
+        k, v = _heads_first(k), _heads_first(v)
+        return (k, v) if separate else ops.stack([k, v], axis=1)
 
     def call(
         self,
@@ -213,7 +217,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 k, v = _heads_first(k), _heads_first(v)
             key_padding = value_mask if key_mask is None else key_mask
         elif cache_index is None:
-            k, v = cache[:, 0], cache[:, 1]
+            k, v = _cache_pair(cache)
             key_padding = value_mask
         else:
             if self.value_dim != self.key_dim:
@@ -223,11 +227,17 @@ class MultiHeadAttention(keras.layers.Layer):
             new_v = self.project_value(value)
             if self.rotary is not None:
                 new_k = self.rotary(new_k, start_index=cache_index)
-            update = ops.cast(ops.stack([_heads_first(new_k), _heads_first(new_v)], axis=1), cache.dtype)
             zero = ops.zeros((), dtype="int32")
             index = ops.cast(cache_index, "int32")
-            cache = ops.slice_update(cache, (zero, zero, zero, index, zero), update)
-            k, v = cache[:, 0], cache[:, 1]
+            if isinstance(cache, (tuple, list)):
+                start = (zero, zero, index, zero)
+                k = ops.slice_update(cache[0], start, ops.cast(_heads_first(new_k), cache[0].dtype))
+                v = ops.slice_update(cache[1], start, ops.cast(_heads_first(new_v), cache[1].dtype))
+                cache = (k, v)
+            else:
+                update = ops.cast(ops.stack([_heads_first(new_k), _heads_first(new_v)], axis=1), cache.dtype)
+                cache = ops.slice_update(cache, (zero, zero, zero, index, zero), update)
+                k, v = cache[:, 0], cache[:, 1]
             key_padding = None  # decoding positions are never padding
 
         mask = merge_attention_masks(
@@ -288,7 +298,7 @@ class MultiHeadAttention(keras.layers.Layer):
         output = keras.KerasTensor(out_shape, dtype=self.compute_dtype)
         results = [output]
         if return_attention_scores:
-            length = (value.shape[1] if cache is None else cache.shape[3])
+            length = value.shape[1] if cache is None else _cache_pair(cache)[0].shape[2]
             results.append(
                 keras.KerasTensor(
                     (query.shape[0], self.num_heads, query.shape[1], length),
@@ -296,7 +306,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 )
             )
         if cache is not None:
-            results.append(keras.KerasTensor(cache.shape, dtype=cache.dtype))
+            results.append(keras.tree.map_structure(lambda c: keras.KerasTensor(c.shape, dtype=c.dtype), cache))
         return results[0] if len(results) == 1 else tuple(results)
 
     def get_config(self):
@@ -318,6 +328,13 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _cache_pair(cache):
+    """`(keys, values)` of a cache given as a pair or as one stacked `[B, 2, heads, length, d]` tensor."""
+    if isinstance(cache, (tuple, list)):
+        return cache[0], cache[1]
+    return cache[:, 0], cache[:, 1]
 
 
 def _heads_first(x):

@@ -15,8 +15,9 @@ class TransformerDecoder(keras.layers.Layer):
     (`norm_first=True`). Padding masks come from the inputs' Keras masks or from the explicit
     `decoder_padding_mask` / `encoder_padding_mask` arguments.
 
-    For incremental decoding pass `self_attention_cache` (`[batch, 2, heads, max_length,
-    head_dim]`, zeros to start) with `self_attention_cache_index`, and a `cross_attention_cache`
+    For incremental decoding pass `self_attention_cache` (a `(keys, values)` pair of `[batch, heads, max_length,
+    head_dim]` zeros to start, or one stacked `[batch, 2, heads, max_length, head_dim]` tensor; see
+    `MultiHeadAttention`) with `self_attention_cache_index`, and a `cross_attention_cache`
     from `compute_cross_attention_cache(encoder_sequence)`: the call then returns
     `(outputs, self_attention_cache, cross_attention_cache)` and costs one position's work.
 
@@ -144,9 +145,10 @@ class TransformerDecoder(keras.layers.Layer):
         self.ffn_output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
-    def compute_cross_attention_cache(self, encoder_sequence):
-        """Keys/values of `encoder_sequence` for cross-attention, computed once per sequence."""
-        return self.cross_attention.compute_cache(encoder_sequence)
+    def compute_cross_attention_cache(self, encoder_sequence, separate=True):
+        """Keys/values of `encoder_sequence` for cross-attention, computed once per sequence: a `(keys, values)`
+        pair, or one stacked tensor with `separate=False` (`MultiHeadAttention.compute_cache`)."""
+        return self.cross_attention.compute_cache(encoder_sequence, separate=separate)
 
     def call(
         self,
@@ -248,14 +250,15 @@ class TransformerDecoder(keras.layers.Layer):
         outputs = [keras.KerasTensor(decoder_sequence.shape, dtype=self.compute_dtype)]
         if return_attention_scores:
             src = (encoder_sequence.shape[1] if cross_attention_cache is None
-                   else cross_attention_cache.shape[3])
+                   else keras.tree.flatten(cross_attention_cache)[0].shape[-2])
             outputs.append(keras.KerasTensor(
                 (decoder_sequence.shape[0], self.num_heads, decoder_sequence.shape[1], src),
                 dtype=self.compute_dtype,
             ))
         if self_attention_cache is not None or cross_attention_cache is not None:
             for cache in (self_attention_cache, cross_attention_cache):
-                outputs.append(None if cache is None else keras.KerasTensor(cache.shape, dtype=cache.dtype))
+                outputs.append(None if cache is None else keras.tree.map_structure(
+                    lambda c: keras.KerasTensor(c.shape, dtype=c.dtype), cache))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def get_config(self):

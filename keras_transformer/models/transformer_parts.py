@@ -118,14 +118,17 @@ class TransformerParts:
         return x, mask
 
     def cross_attention_caches(self, encoder_outputs):
-        """Per decoder layer, the encoder output's keys/values `[B, 2, heads, S, head_dim]`."""
+        """Per decoder layer, the encoder output's `(keys, values)`, each `[B, heads, S, head_dim]`."""
         return [layer.compute_cross_attention_cache(encoder_outputs) for layer in self.decoder_layers]
 
     def empty_self_attention_caches(self, batch_size, cache_length, dtype=None):
-        """Per decoder layer, a zero key/value cache `[B, 2, heads, cache_length, head_dim]`."""
+        """Per decoder layer, a zero `(keys, values)` cache, each `[B, heads, cache_length, head_dim]`.
+
+        Keys and values are separate tensors, so a decoding step reads neither through a slice of a stacked one.
+        """
         dtype = dtype or self.decoder_layers[0].compute_dtype
-        shape = (batch_size, 2, self.num_heads, cache_length, self.head_dim)
-        return [ops.zeros(shape, dtype=dtype) for _ in self.decoder_layers]
+        shape = (batch_size, self.num_heads, cache_length, self.head_dim)
+        return [(ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype)) for _ in self.decoder_layers]
 
     def decode_step(self, token_ids, index, self_caches, cross_caches, encoder_padding_mask):
         """Decode positions `index...` given their input ids `[B, t]` (t is usually 1).
