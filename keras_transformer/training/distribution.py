@@ -86,6 +86,9 @@ class Placement:
         shard: `(process_id, num_processes)`: this process's rows of each global batch; `None` for all rows.
         replicas: devices that share each global batch.
         description: one line for the user.
+        jit_compile: whether the train step may be XLA-compiled under this distribution (`mirrored`: no). The
+            batches keep the shapes the run's `jit_compile` setting gives them either way, so a distributed run
+            sees the batches of a one-device run with the same flags.
     """
 
     scope: object
@@ -93,6 +96,7 @@ class Placement:
     shard: tuple | None = None
     replicas: int = 1
     description: str = "one device"
+    jit_compile: bool = True
 
 
 def setup_distribution(config):
@@ -134,7 +138,7 @@ def _mirrored(devices):
         names = [f"/cpu:{i}" for i in range(count)]
     strategy = tf.distribute.MirroredStrategy(devices=names)
     kind = "GPUs" if gpus else "logical CPU devices"
-    return Placement(scope=strategy.scope, replicas=count,
+    return Placement(scope=strategy.scope, replicas=count, jit_compile=False,
                      description=f"tf.distribute.MirroredStrategy over {count} {kind}")
 
 
@@ -146,8 +150,9 @@ def mirrored_jit_compile(asked):
     """The train step's `jit_compile` under `mirrored`: off, as Keras itself turns it off under `tf.distribute`.
 
     An XLA-compiled step reads the replicas' variables from one device (XLA's known issue "tf.Variable on a
-    different device"), so TensorFlow stops at the first step. Left unset, XLA is turned off with a
-    `DistributionWarning`; asked for, it is refused before any work starts.
+    different device"), so TensorFlow stops at the first step. Left unset (`asked is None`), XLA is turned off with
+    a `DistributionWarning` (the batches keep the shapes of a run with XLA: `Placement.jit_compile`); asked for,
+    it is refused before any work starts.
 
     Raises:
         DistributionError: `asked` is True.

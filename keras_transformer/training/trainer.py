@@ -80,13 +80,14 @@ class WeightAveraging(keras.callbacks.Callback):
             self.model.set_weights(averaged)
 
 
-def compile_model(model, model_config, training_config, schedule):
+def compile_model(model, model_config, training_config, schedule, jit_compile=True):
+    """Compiles `model` for training; `jit_compile=False` (a distribution without XLA) overrides the config's."""
     model.compile(
         optimizer=make_optimizer(clipnorm=training_config.clipnorm, schedule=schedule),
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=training_config.label_smoothing,
                                                  rdrop=training_config.rdrop),
         metrics=[MaskedAccuracy()],
-        jit_compile=training_config.jit_compile,
+        jit_compile=training_config.jit_compile and jit_compile,
     )
     return model
 
@@ -213,9 +214,8 @@ def _checked_settings(model_settings, training_settings, distribution, init_from
         model_settings, checked_training = fine_tuning_settings(init_from, output_dir, model_settings,
                                                                 checked_training)
     distribution = distribution or DistributionConfig()
-    if distribution.mode == "mirrored":
-        asked = {**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile")
-        checked_training["jit_compile"] = mirrored_jit_compile(asked)
+    if distribution.mode == "mirrored":  # refuses --jit-compile, or notes that the step runs without XLA
+        mirrored_jit_compile({**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile"))
     training_config = TrainingConfig(**checked_training, init_from=init_from)
     if distribution.mode and training_config.rdrop:
         raise ValueError("rdrop is not supported with --distribute: the devices would each get one copy of an "
@@ -302,7 +302,8 @@ def _build_model(model_config, training_config, steps, placement, state, initial
     schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
                              decay=training_config.decay, total_steps=total_steps)
     with placement.scope():
-        model = compile_model(model_config.build(), model_config, training_config, schedule)
+        model = compile_model(model_config.build(), model_config, training_config, schedule,
+                              jit_compile=placement.jit_compile)
         if state is not None:
             restore_checkpoint(model, state)
         elif initial is not None:
