@@ -317,6 +317,7 @@ def beam_search(
         rows = loop_ops.concrete_int(ops.shape(encoder_inputs)[0])
         inputs = {"encoder_inputs": encoder_inputs, "length_penalty": ops.full((rows,), alpha, dtype="float32")}
         tokens, scores = compiled_decoders.run_compiled(model, parts, _beam_search_alpha_input, inputs, settings)
+        scores = ops.convert_to_tensor(scores)
     else:
         tokens, scores = beam_search_with_parts(parts, encoder_inputs, **settings)
     tokens = loop_ops.trim_to_longest(tokens)

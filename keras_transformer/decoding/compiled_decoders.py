@@ -79,7 +79,7 @@ def run_compiled(owner, parts, function, inputs, settings):
         settings: dict of Python values (a new combination compiles a new function).
 
     Returns:
-        The function's outputs as backend tensors.
+        The function's outputs as NumPy arrays (what Keras' predict step gives back).
     """
     for name, value in inputs.items():
         if is_traced(value) or loop_ops.concrete_int(ops.size(value)) is None:
@@ -96,6 +96,4 @@ def run_compiled(owner, parts, function, inputs, settings):
         wrapper.compile(jit_compile=True)
         per_owner[key] = wrapper
     outputs = wrapper.predict_on_batch(tuple(inputs.values()))
-    if isinstance(outputs, (tuple, list)):
-        return tuple(ops.convert_to_tensor(x) for x in outputs)
-    return ops.convert_to_tensor(outputs)
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs

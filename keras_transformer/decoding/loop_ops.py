@@ -7,6 +7,7 @@ and only trimmed to the longest decoded row when the values are concrete (eager 
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_transformer.models.ensemble import EnsembleParts
@@ -80,9 +81,15 @@ def concrete_int(value):
 
 
 def trim_to_longest(tokens):
-    """Drop the all-padding columns at the end of `tokens` `[B, max_length]`, when values are concrete."""
+    """Drop the all-padding columns at the end of `tokens` `[B, max_length]`, when values are concrete.
+
+    A NumPy array (a compiled decoder's output) is trimmed in NumPy and returned as a backend tensor.
+    """
     if tokens.shape[0] == 0:
-        return tokens
+        return ops.convert_to_tensor(tokens)
+    if isinstance(tokens, np.ndarray):
+        longest = int((tokens != 0).sum(axis=1).max())
+        return ops.convert_to_tensor(tokens[:, : max(longest, 1)])
     lengths = ops.sum(ops.cast(ops.not_equal(tokens, 0), "int32"), axis=1)
     longest = concrete_int(ops.max(lengths))
     if longest is None:
