@@ -82,7 +82,7 @@ def run_compiled(owner, parts, function, inputs, settings):
         The function's outputs as NumPy arrays (what Keras' predict step gives back).
     """
     for name, value in inputs.items():
-        if is_traced(value) or loop_ops.concrete_int(ops.size(value)) is None:
+        if is_traced(value):
             raise ValueError(
                 f"`jit_compile=True` compiles a function for eager callers, but `{name}` is symbolic: "
                 "inside your own `tf.function`/`jax.jit`, call the decoder without `jit_compile` "

@@ -146,13 +146,13 @@ class DistributionWarning(UserWarning):
     """A setting changed to one the distribution supports (printed as one `note:` line by the CLI)."""
 
 
-def mirrored_jit_compile(asked):
-    """The train step's `jit_compile` under `mirrored`: off, as Keras itself turns it off under `tf.distribute`.
+def check_mirrored_jit_compile(asked):
+    """Checks the `jit_compile` setting (`None` when left unset) of a `mirrored` run before any work starts.
 
-    An XLA-compiled step reads the replicas' variables from one device (XLA's known issue "tf.Variable on a
-    different device"), so TensorFlow stops at the first step. Left unset (`asked is None`), XLA is turned off with
-    a `DistributionWarning` (the batches keep the shapes of a run with XLA: `Placement.jit_compile`); asked for,
-    it is refused before any work starts.
+    Under `mirrored` the train step runs without XLA (`Placement.jit_compile`), as Keras itself chooses under
+    `tf.distribute`: an XLA-compiled step reads the replicas' variables from one device (XLA's known issue
+    "tf.Variable on a different device"), so TensorFlow stops at the first step. Left unset, this warns with a
+    `DistributionWarning` (the batches keep the shapes of a run with XLA); asked for, it is refused.
 
     Raises:
         DistributionError: `asked` is True.
@@ -165,7 +165,6 @@ def mirrored_jit_compile(asked):
     if asked is None:
         warnings.warn("--distribute mirrored trains without XLA (the train step is not compiled): XLA-compiled "
                       "steps cannot read variables mirrored on other devices", DistributionWarning, stacklevel=3)
-    return False
 
 
 def wait_for_coordinator(address, timeout, clock=time.monotonic):

@@ -43,7 +43,7 @@ from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
 from keras_transformer.training.datasets import training_data
 from keras_transformer.training.distribution import DistributionConfig
-from keras_transformer.training.distribution import mirrored_jit_compile
+from keras_transformer.training.distribution import check_mirrored_jit_compile
 from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.fine_tuning import copy_weights
 from keras_transformer.training.fine_tuning import describe_fine_tuning
@@ -215,7 +215,7 @@ def _checked_settings(model_settings, training_settings, distribution, init_from
                                                                 checked_training)
     distribution = distribution or DistributionConfig()
     if distribution.mode == "mirrored":  # refuses --jit-compile, or notes that the step runs without XLA
-        mirrored_jit_compile({**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile"))
+        check_mirrored_jit_compile({**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile"))
     training_config = TrainingConfig(**checked_training, init_from=init_from)
     if distribution.mode and training_config.rdrop:
         raise ValueError("rdrop is not supported with --distribute: the devices would each get one copy of an "
