@@ -1,8 +1,8 @@
 """The `keras-transformer` command line: train, translate, evaluate, tune, ensemble, export, import, plot,
-quickstart.
+quickstart, serve.
 
 Every subcommand has `--help`. One module per command family (`train`; `translate` with `evaluate`, `tune` and
-`ensemble`; `export`; `import_checkpoint`; `plot`; `quickstart`), each registering its parser. Heavy imports
+`ensemble`; `export`; `import_checkpoint`; `plot`; `quickstart`; `serve`), each registering its parser. Heavy imports
 (TensorFlow) happen only inside the subcommands, so `keras-transformer --help` answers at once.
 """
 
@@ -17,6 +17,7 @@ from keras_transformer.cli import export  # noqa: E402 - none of these imports T
 from keras_transformer.cli import import_checkpoint  # noqa: E402
 from keras_transformer.cli import plot  # noqa: E402
 from keras_transformer.cli import quickstart  # noqa: E402
+from keras_transformer.cli import serve  # noqa: E402
 from keras_transformer.cli import train  # noqa: E402
 from keras_transformer.cli import translate  # noqa: E402
 from keras_transformer.cli.settings import collect_settings  # noqa: E402
@@ -31,7 +32,7 @@ def build_parser():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true",
                         help="also show TensorFlow's native start-up log lines (absl, oneDNN, CUDA)")
-    for module in (train, translate, export, import_checkpoint, plot, quickstart):
+    for module in (train, translate, export, import_checkpoint, plot, quickstart, serve):
         module.register(sub, common)
     return parser
 

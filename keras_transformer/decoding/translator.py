@@ -43,6 +43,48 @@ class BaseTranslator:
         """Translates a list of sentences; returns a list of strings in the same order (see the class)."""
         raise NotImplementedError
 
+    def supports(self, method):
+        """Whether this translator answers `method` (`"translate_n_best"`, `"score"`, `"translate_with_prefix"`,
+        `"align"`, `"stream"`), rather than refusing it with `ValueError`."""
+        own = getattr(type(self), method, None)
+        return callable(own) and own is not getattr(BaseTranslator, method, None)
+
+    def _unsupported(self, what):
+        return ValueError(f"{what} needs a run directory or a CTranslate2 export; a {type(self).__name__} returns "
+                          "translations only")
+
+    def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
+        """The `n_best` best translations of each text by beam search, best first: a list (one per text) of
+        `(translation, score)` pairs, the score being the beam's (log-probability over the length penalty).
+
+        The beam is `max(beam_size, n_best)` wide; the first pair is what `translate` gives with that beam."""
+        raise self._unsupported("n-best translation")
+
+    def score(self, texts, translations, normalize=False, batch_size=32):
+        """How likely the model finds each given translation of each text: a list of dicts, one per pair, with
+        `score` (the total log-probability of its tokens and the end token; divided by their number when
+        `normalize`), `token_scores` (each token's log-probability) and `tokens` (the target tokens, the end token
+        last)."""
+        raise self._unsupported("scoring")
+
+    def translate_with_prefix(self, texts, prefixes, beam_size=None, length_penalty=None, batch_size=32,
+                              max_length=None):
+        """Translations that begin with the given target prefixes (one per text; `""` for none): decoding is
+        forced through each prefix's tokens, then goes on as `translate` decodes."""
+        raise self._unsupported("prefix-constrained translation")
+
+    def align(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, layer_index=-1):
+        """Translations with word alignments: a list of `(translation, pairs)`, `pairs` a list of `(i, j)` (source
+        word i, target word j, counting words split at spaces from 0), one pair per target word: the source word
+        whose tokens the target word's tokens attend to most, in cross-attention layer `layer_index` averaged
+        over its heads (as OpenNMT and Marian report alignments)."""
+        raise self._unsupported("word alignment")
+
+    def stream(self, text, max_length=None, sampler=None):
+        """A generator of the translation of `text` in pieces, each yielded as soon as its tokens are decided
+        (greedy, or a sampler's choice); the pieces join to the translation."""
+        raise self._unsupported("streaming")
+
     def plot_attention(self, text, path, beam_size=None, layer_index=-1):
         """A heat map of the cross-attention for one sentence; only a run's model has one (else `ValueError`)."""
         raise ValueError(f"--plot-attention needs a run directory (the model and its tokenizers); a "

@@ -1,0 +1,97 @@
+"""`keras-transformer serve`: an HTTP server with TF Serving's REST API over any artifact."""
+
+from keras_transformer.cli.settings import length_penalty
+from keras_transformer.cli.settings import positive_int
+
+
+def _non_negative_float(text):
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def _port(text):
+    import argparse
+
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return int(text)
+
+
+def cmd_serve(args):
+    import logging
+    import sys
+
+    from keras_transformer.serving import ServerSettings
+    from keras_transformer.serving import load_served_model
+    from keras_transformer.serving import serve
+    from keras_transformer.serving import warm_up
+
+    settings = ServerSettings(
+        max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
+        max_instances=args.max_instances, max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
+        max_streams=args.max_streams)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
+    decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
+    served = load_served_model(args.artifact, args.model_name, decoding, settings)
+    print(f"keras-transformer serve: loaded {args.artifact} ({type(served.translator).__name__}); signatures: "
+          f"{', '.join(served.signatures)}", file=sys.stderr, flush=True)
+    if args.warmup:
+        seconds = warm_up(served, settings)
+        print(f"keras-transformer serve: warmed up every batch size up to {settings.max_batch_size} in "
+              f"{seconds:.1f} s", file=sys.stderr, flush=True)
+
+    def ready(url):
+        print(f"keras-transformer serve: serving {served.name!r} at {url}/v1/models/{served.name} "
+              "(Ctrl-C stops after the requests it accepted)", file=sys.stderr, flush=True)
+
+    serve(served, args.host, args.port, settings, on_ready=ready)
+    return 0
+
+
+def register(sub, common):
+    """Adds this module's subcommand to the `keras-transformer` parser."""
+    from keras_transformer.serving.settings import ServerSettings
+
+    d = ServerSettings()
+    p = sub.add_parser(
+        "serve", parents=[common], help="serve an artifact over HTTP with TF Serving's REST API",
+        description="Serve a run, an ensemble, a preset, a SavedModel, a TFLite file or a CTranslate2 directory over "
+                    "HTTP with TF Serving's REST API (POST /v1/models/NAME:predict, GET /v1/models/NAME and "
+                    "/metadata), batching concurrent requests. Signatures: serving_default, and for a run or a "
+                    "CTranslate2 directory n_best, score, prefix, align; POST /v1/models/NAME:stream streams one "
+                    "translation as it is decoded. SIGINT/SIGTERM stop it after the requests it accepted.")
+    p.add_argument("artifact", metavar="ARTIFACT", help="what to serve: any path `keras-transformer translate` takes")
+    p.add_argument("--port", type=_port, default=8501, help="TCP port (default 8501, TF Serving's REST port; 0: any)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
+    p.add_argument("--model-name", default=None, help="NAME in /v1/models/NAME (default: the artifact's name)")
+    p.add_argument("--beam-size", type=positive_int, default=None,
+                   help="1 greedy, more for beam search (default: as the artifact decodes)")
+    p.add_argument("--length-penalty", type=length_penalty, default=None, help="beam search's length penalty")
+    p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+    p.add_argument("--max-batch-size", type=positive_int, default=d.max_batch_size,
+                   help=f"most sentences decoded together (default {d.max_batch_size})")
+    p.add_argument("--batch-timeout-ms", type=_non_negative_float, default=d.batch_timeout_ms,
+                   help="how long a batch waits for more requests after its first one "
+                        f"(default {d.batch_timeout_ms:g} ms; 0: never waits)")
+    p.add_argument("--max-queued", type=positive_int, default=d.max_queued,
+                   help=f"most sentences waiting; more get HTTP 429 (default {d.max_queued})")
+    p.add_argument("--max-instances", type=positive_int, default=d.max_instances,
+                   help=f"most sentences in one request; more get HTTP 413 (default {d.max_instances})")
+    p.add_argument("--max-body-bytes", type=positive_int, default=d.max_body_bytes,
+                   help=f"largest request body; larger get HTTP 413 (default {d.max_body_bytes})")
+    p.add_argument("--timeout-s", type=_non_negative_float, default=d.timeout_s,
+                   help=f"a request not answered in time gets HTTP 504 (default {d.timeout_s:g} s)")
+    p.add_argument("--max-streams", type=positive_int, default=d.max_streams,
+                   help=f"most :stream requests at once; more get HTTP 429 (default {d.max_streams})")
+    p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
+                   help="translate a dummy sentence at each batch size before listening, so compiled decoders are "
+                        "ready for the first requests (default on)")
+    p.set_defaults(func=cmd_serve)

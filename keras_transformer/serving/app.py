@@ -1,0 +1,184 @@
+"""The HTTP application: TF Serving's REST API over a `ServedModel`, on FastAPI (run by uvicorn, `serving.server`).
+
+Routes (NAME is the model name; `/versions/1` may follow it, as TF Serving allows):
+
+- `GET /v1/models/NAME`: the model's status (`{"model_version_status": [...]}`, state `AVAILABLE`);
+- `GET /v1/models/NAME/metadata`: its signatures, inputs and outputs;
+- `POST /v1/models/NAME:predict`: a predict request (`serving.protocol`), batched with concurrent ones;
+- `POST /v1/models/NAME:stream`: `{"text": ...}` answered as it is decoded, one JSON line per piece of text
+  (`application/x-ndjson`), then a line with the whole translation.
+
+Every error is `{"error": "..."}` with a 4xx or 5xx status, and the server goes on serving.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import threading
+import time
+
+from fastapi import FastAPI
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+
+from keras_transformer.serving.batching import Batcher
+from keras_transformer.serving.batching import QueueFull
+from keras_transformer.serving.batching import ShuttingDown
+from keras_transformer.serving.protocol import RequestError
+from keras_transformer.serving.protocol import decode_json
+from keras_transformer.serving.protocol import json_safe
+from keras_transformer.serving.protocol import parse_predict
+from keras_transformer.serving.protocol import shape_response
+from keras_transformer.serving.settings import ServerSettings
+
+log = logging.getLogger("keras_transformer.serving")
+
+_ROUTE = re.compile(r"^(?P<name>[^/:]+)(?:/versions/(?P<version>[^/:]+))?(?:(?P<metadata>/metadata)|:(?P<verb>\w+))?$")
+
+
+def _error(status, message):
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _status_body():
+    return {"model_version_status": [{"version": "1", "state": "AVAILABLE",
+                                      "status": {"error_code": "OK", "error_message": ""}}]}
+
+
+async def _read_body(request, limit):
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise RequestError(f"the request body has {int(length)} bytes; at most {limit} (--max-body-bytes)", 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(f"the request body exceeds {limit} bytes (--max-body-bytes)", 413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(served, settings=None):
+    """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`)."""
+    settings = settings or ServerSettings()
+    batcher = None
+    streams = threading.BoundedSemaphore(settings.max_streams)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        nonlocal batcher
+        batcher = Batcher(served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000, settings.max_queued)
+        app.state.batcher = batcher
+        try:
+            yield
+        finally:  # uvicorn has stopped taking requests and finished the open ones: drain and stop the worker
+            await asyncio.to_thread(batcher.close, settings.timeout_s)
+
+    app = FastAPI(title="keras-transformer", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.served = served
+
+    @app.exception_handler(RequestError)
+    async def request_error(request, error):
+        return _error(error.status, str(error))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, error):
+        return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
+
+    @app.middleware("http")
+    async def log_requests(request, call_next):
+        begin = time.perf_counter()
+        request.state.sentences = 0
+        try:
+            response = await call_next(request)
+        except Exception:  # an unexpected failure: a 500 with the error, and the server goes on
+            log.exception("%s %s failed", request.method, request.url.path)
+            response = _error(500, "internal error while answering the request (see the server log)")
+        client = request.client.host if request.client else "-"
+        log.info("%s %s %s %d %d sentences %.1f ms", client, request.method, request.url.path, response.status_code,
+                 request.state.sentences, 1000 * (time.perf_counter() - begin))
+        return response
+
+    def route(rest):
+        match = _ROUTE.match(rest)
+        if not match or match["name"] != served.name:
+            raise RequestError(f"no model {rest.split(':')[0].split('/')[0]!r} here: this server serves "
+                               f"{served.name!r} (/v1/models/{served.name})", 404)
+        if match["version"] not in (None, "1"):
+            raise RequestError(f"model {served.name!r} has no version {match['version']!r}; it serves version 1",
+                               404)
+        return match
+
+    @app.get("/v1/models/{rest:path}")
+    async def get_model(rest: str):
+        match = route(rest)
+        if match["verb"]:
+            raise RequestError(f"use POST for :{match['verb']}", 405)
+        return served.metadata() if match["metadata"] else _status_body()
+
+    @app.post("/v1/models/{rest:path}")
+    async def post_model(rest: str, request: Request):
+        match = route(rest)
+        if match["verb"] not in ("predict", "stream"):
+            raise RequestError(f"unknown method {match['verb'] or '(none)'!r}: POST /v1/models/{served.name}:predict "
+                               f"or :stream", 404)
+        payload = decode_json(await _read_body(request, settings.max_body_bytes))
+        if match["verb"] == "stream":
+            return _stream(payload, request)
+        parsed = parse_predict(payload, served.signatures, settings.max_instances)
+        request.state.sentences = len(parsed.rows)
+        if not parsed.rows:
+            return shape_response(parsed, [])
+        try:
+            future = batcher.submit(parsed.batch_key, parsed.rows)
+        except QueueFull as error:
+            return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
+                                headers={"Retry-After": "1"})
+        except ShuttingDown as error:
+            return _error(503, str(error))
+        try:
+            results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout_s)
+        except asyncio.TimeoutError:
+            return _error(504, f"no answer within {settings.timeout_s:g} s (--timeout-s)")
+        except ValueError as error:  # the translator refused the input (a prefix too long, ...)
+            return _error(400, str(error))
+        return JSONResponse(json_safe(shape_response(parsed, results)))
+
+    def _stream(payload, request):
+        if set(payload) - {"text"} or not isinstance(payload.get("text"), str):
+            raise RequestError("a :stream request is {\"text\": \"...\"}: one source sentence")
+        if not served.translator.supports("stream"):
+            raise RequestError(f"{type(served.translator).__name__} does not stream; serve a run directory")
+        if not streams.acquire(blocking=False):
+            return JSONResponse({"error": f"{settings.max_streams} streams are running (--max-streams); retry later"},
+                                status_code=429, headers={"Retry-After": "1"})
+        request.state.sentences = 1
+        released = threading.Event()
+
+        def release():
+            if not released.is_set():
+                released.set()
+                streams.release()
+
+        def lines():
+            try:
+                text = ""
+                for piece in served.stream(payload["text"]):
+                    text += piece
+                    yield json.dumps({"text": piece}) + "\n"
+                yield json.dumps({"translation": text, "done": True}) + "\n"
+            except Exception as error:  # the status is sent already: the last line says what went wrong
+                log.exception("stream failed")
+                yield json.dumps({"error": str(error)}) + "\n"
+            finally:
+                release()
+
+        # The background task also runs when the client left before the first line (the generator never started).
+        return StreamingResponse(lines(), media_type="application/x-ndjson", background=BackgroundTask(release))
+
+    return app

@@ -1,0 +1,137 @@
+"""Server-side batching: concurrent requests wait in one bounded queue and run together, as TF Serving batches.
+
+A batch closes when it holds `max_batch_size` sentences, or `batch_timeout` seconds after its first request
+arrived (TF Serving's `max_batch_size` and `batch_timeout_micros`). One worker thread runs one batch at a time
+(`num_batch_threads: 1`: a batch's matrix products already use every core). Only requests with the same batch key
+(signature and options) share a batch. The queue holds at most `max_queued` sentences: `submit` refuses more
+(`QueueFull`), so memory stays bounded under any load.
+"""
+
+import collections
+import concurrent.futures
+import threading
+import time
+
+
+class QueueFull(Exception):
+    """The queue holds `max_queued` sentences already."""
+
+
+class ShuttingDown(Exception):
+    """The batcher takes no new work: it is finishing what it accepted."""
+
+
+class _Job:
+    __slots__ = ("key", "items", "future", "arrival")
+
+    def __init__(self, key, items):
+        self.key, self.items = key, items
+        self.future = concurrent.futures.Future()
+        self.arrival = time.monotonic()
+
+
+class Batcher:
+    """Runs `run_batch(key, items) -> results` (one result per item) over batches of concurrently submitted work.
+
+    Args:
+        run_batch: the work; called in the batcher's one worker thread.
+        max_batch_size: the most items in a batch (a single larger request runs alone, whole).
+        batch_timeout: seconds a batch waits, after its first request, for more (0: run what is there).
+        max_queued: the most items waiting; `submit` raises `QueueFull` beyond it.
+
+    `stats()` reports the batches run and their mean size.
+    """
+
+    def __init__(self, run_batch, max_batch_size=32, batch_timeout=0.005, max_queued=1024):
+        if max_batch_size < 1 or max_queued < 1 or batch_timeout < 0:
+            raise ValueError("max_batch_size and max_queued must be >= 1 and batch_timeout >= 0")
+        self.run_batch = run_batch
+        self.max_batch_size, self.batch_timeout, self.max_queued = max_batch_size, batch_timeout, max_queued
+        self._queue = collections.deque()
+        self._queued = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self._batches = self._items = 0
+        self._thread = threading.Thread(target=self._work, name="keras-transformer-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, key, items):
+        """Queues `items` (a list) under `key`; returns a `concurrent.futures.Future` of their results (a list).
+
+        A future cancelled before its batch starts is dropped from it (a client that timed out costs nothing).
+        """
+        job = _Job(key, list(items))
+        with self._cond:
+            if self._closing:
+                raise ShuttingDown("the server is shutting down")
+            if self._queued and self._queued + len(job.items) > self.max_queued:
+                raise QueueFull(f"{self._queued} sentences are waiting (--max-queued {self.max_queued})")
+            self._queue.append(job)
+            self._queued += len(job.items)
+            self._cond.notify()
+        return job.future
+
+    def close(self, timeout=None):
+        """Takes no more work, finishes every queued request, and stops the worker (waits up to `timeout` s)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout)
+
+    def stats(self):
+        with self._cond:
+            return {"batches": self._batches, "sentences": self._items, "queued": self._queued,
+                    "mean_batch_size": self._items / self._batches if self._batches else 0.0}
+
+    def _same_key_items(self, key):
+        return sum(len(j.items) for j in self._queue if j.key == key)
+
+    def _next_batch(self):
+        """The jobs of the next batch (waits for work; `None` once closed and drained)."""
+        with self._cond:
+            while not self._queue:
+                if self._closing:
+                    return None
+                self._cond.wait()
+            first = self._queue[0]
+            deadline = first.arrival + self.batch_timeout
+            while not self._closing and self._same_key_items(first.key) < self.max_batch_size:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            jobs, size, rest = [], 0, collections.deque()
+            for job in self._queue:
+                if job.key == first.key and (not jobs or size + len(job.items) <= self.max_batch_size):
+                    jobs.append(job)
+                    size += len(job.items)
+                else:
+                    rest.append(job)
+            self._queue = rest
+            self._queued -= size
+            return jobs
+
+    def _work(self):
+        while True:
+            jobs = self._next_batch()
+            if jobs is None:
+                return
+            jobs = [j for j in jobs if j.future.set_running_or_notify_cancel()]
+            if not jobs:
+                continue
+            items = [item for job in jobs for item in job.items]
+            try:
+                results = self.run_batch(jobs[0].key, items)
+                if len(results) != len(items):
+                    raise RuntimeError(f"the batch of {len(items)} gave {len(results)} results")
+            except BaseException as error:  # the requests get the error; the worker goes on
+                for job in jobs:
+                    job.future.set_exception(error)
+                continue
+            with self._cond:
+                self._batches += 1
+                self._items += len(items)
+            begin = 0
+            for job in jobs:
+                job.future.set_result(results[begin: begin + len(job.items)])
+                begin += len(job.items)

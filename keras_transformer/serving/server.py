@@ -1,0 +1,116 @@
+"""Running the application: `serve` (what `keras-transformer serve` calls) and `start_server` (a server in a thread,
+for tests, benchmarks and notebooks). uvicorn runs the FastAPI application; on SIGINT or SIGTERM it stops taking
+connections, finishes the requests it accepted (up to the request timeout), then the batcher drains and stops."""
+
+import logging
+import os
+import socket
+import threading
+import time
+
+from keras_transformer.serving.app import create_app
+from keras_transformer.serving.served_model import ServedModel
+from keras_transformer.serving.settings import ServerSettings
+
+log = logging.getLogger("keras_transformer.serving")
+
+
+def default_model_name(artifact):
+    """The model name an artifact is served under by default: its directory's (or file's) name, without suffix."""
+    name = os.path.basename(os.path.normpath(os.fspath(artifact)))
+    return os.path.splitext(name)[0] if name.endswith(".tflite") else name
+
+
+def load_served_model(artifact, model_name=None, decoding=None, settings=None):
+    """A `ServedModel` of any artifact `keras_transformer.load_translator` takes."""
+    from keras_transformer.translators import load_translator
+
+    settings = settings or ServerSettings()
+    name = model_name or default_model_name(artifact)
+    if not name or "/" in name or ":" in name:
+        raise ValueError(f"model name {name!r}: must be non-empty, without '/' or ':' (--model-name)")
+    return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size)
+
+
+def warm_up(served, settings):
+    """Translates a dummy sentence at each batch size the batcher can form (1, 2, 4, 8, then multiples of 8 up to
+    `max_batch_size`), so compiled decoders are ready before the first request. Returns the seconds it took."""
+    begin = time.perf_counter()
+    sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8)} | set(
+        range(16, settings.max_batch_size + 1, 8)))
+    for size in sizes:
+        served.run(("serving_default", ()), [("warm-up",)] * size)
+    return time.perf_counter() - begin
+
+
+def _config(app, settings, log_level):
+    import uvicorn
+
+    # Our own access line per request (`serving.app`), so uvicorn's access log is off; its lifecycle lines stay.
+    return uvicorn.Config(app, log_config=None, access_log=False, log_level=log_level, lifespan="on",
+                          timeout_graceful_shutdown=settings.timeout_s, timeout_keep_alive=5)
+
+
+def _bind(host, port):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise OSError(error.errno, f"cannot listen on {host}:{port}: {error.strerror} (--host/--port)") from None
+    sock.listen(2048)
+    return sock
+
+
+def serve(served, host="127.0.0.1", port=8501, settings=None, log_level="info", on_ready=None):
+    """Serves `served` (a `ServedModel`) on `host:port` until SIGINT or SIGTERM (uvicorn's graceful shutdown).
+
+    `on_ready(url)` is called once the socket listens.
+    """
+    import uvicorn
+
+    settings = settings or ServerSettings()
+    sock = _bind(host, port)
+    server = uvicorn.Server(_config(create_app(served, settings), settings, log_level))
+    if on_ready is not None:
+        on_ready(f"http://{host}:{sock.getsockname()[1]}")
+    server.run(sockets=[sock])
+
+
+class RunningServer:
+    """A server started by `start_server`: `url` (`http://HOST:PORT`), `app`, and `stop()` (graceful)."""
+
+    def __init__(self, server, thread, url, app):
+        self._server, self._thread, self.url, self.app = server, thread, url, app
+
+    def stop(self, timeout=60):
+        self._server.should_exit = True
+        self._thread.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def start_server(served, host="127.0.0.1", port=0, settings=None, log_level="warning"):
+    """Starts serving `served` in a background thread (port 0: any free port); returns a `RunningServer` once it
+    answers."""
+    import uvicorn
+
+    settings = settings or ServerSettings()
+    sock = _bind(host, port)
+    app = create_app(served, settings)
+    server = uvicorn.Server(_config(app, settings, log_level))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
+                              name="keras-transformer-serve")
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    return RunningServer(server, thread, f"http://{host}:{sock.getsockname()[1]}", app)

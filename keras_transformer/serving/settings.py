@@ -1,0 +1,37 @@
+"""`ServerSettings`: the server's limits and batching, checked once (no web framework imported here)."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSettings:
+    """The server's limits and batching (`keras-transformer serve` flags of the same names).
+
+    Attributes:
+        max_batch_size: the most sentences decoded together (TF Serving's `max_batch_size`).
+        batch_timeout_ms: how long a batch waits for more requests after its first (`batch_timeout_micros` / 1000).
+        max_queued: the most sentences waiting; a request beyond it gets 429.
+        max_instances: the most sentences in one request (413 above it).
+        max_body_bytes: the largest request body (413 above it).
+        timeout_s: a request not answered within it gets 504 (its sentences are dropped if not yet started).
+        max_streams: the most `:stream` requests decoding at once (429 beyond it).
+    """
+
+    max_batch_size: int = 32
+    batch_timeout_ms: float = 5.0
+    max_queued: int = 1024
+    max_instances: int = 256
+    max_body_bytes: int = 1 << 20
+    timeout_s: float = 60.0
+    max_streams: int = 4
+
+    def __post_init__(self):
+        for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not self.batch_timeout_ms >= 0 or not self.timeout_s > 0:
+            raise ValueError(f"batch_timeout_ms must be >= 0 and timeout_s > 0, got {self.batch_timeout_ms!r} and "
+                             f"{self.timeout_s!r}")
+        if self.max_instances > self.max_queued:
+            raise ValueError(f"max_instances ({self.max_instances}) must not exceed max_queued ({self.max_queued})")
