@@ -105,7 +105,7 @@ def beam_search_with_parts(
 
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-                 rule, force_end=False):
+                 rule, force_end=False, prefix=None, num_hypotheses=1):
     k = beam_size
     parts = parts.with_loop_invariants()
     vocab = parts.vocab_size
@@ -126,6 +126,9 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     # one compiled loop serves every alpha `keras-transformer tune` tries).
     alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((batch_size,), dtype="float32"), (-1, 1))
     longest_penalty = gnmt_length_penalty(max_length, alpha)[:, 0] if rule == "gnmt" else None
+    if prefix is not None:
+        prefix = ops.repeat(ops.cast(prefix, "int32"), k, axis=0)  # [B*k, P]
+        vocab_ids = ops.arange(vocab, dtype="int32")[None]
 
     def gather_rows(sequences, index, width):
         """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
@@ -147,6 +150,10 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
             log_probs = log_probs + bias_after
         if force_end:  # at the last position only `end_id` may come, at no cost (transformers' forced_eos_token_id)
             log_probs = ops.where(ops.equal(step, max_length - 1), end_only, log_probs)
+        if prefix is not None:  # a forced token keeps its log-probability; every other token is ruled out
+            forcing, forced = loop_ops.forced_at(prefix, step)
+            ruled_out = ops.logical_and(forcing[:, None], ops.not_equal(vocab_ids, forced[:, None]))
+            log_probs = ops.where(ruled_out, loop_ops.NEG, log_probs)
         totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
         # 2k candidates: even if k of them end here, k can stay alive.
         top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
@@ -181,7 +188,9 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
         if rule == "gnmt":
             # A row is done when k hypotheses have ended, or when its best finished score beats
             # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
-            unbeatable = ops.logical_and(fin_flag[:, 0], fin_score[:, 0] >= alive_logp[:, 0] / longest_penalty)
+            # (With n-best, the n-th best finished score must be out of reach.)
+            n = num_hypotheses - 1
+            unbeatable = ops.logical_and(fin_flag[:, n], fin_score[:, n] >= alive_logp[:, 0] / longest_penalty)
             done = ops.logical_or(done, ops.logical_or(full, unbeatable))
         else:
             # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
@@ -204,16 +213,18 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     )
     outputs = ops.while_loop(cond, body, loop_vars, maximum_iterations=max_length)
     fin_seq, fin_score = outputs[4], outputs[5]
+    if num_hypotheses > 1:  # best first; a hypothesis that never finished scores loop_ops.NEG
+        return fin_seq[:, :num_hypotheses], fin_score[:, :num_hypotheses]
     return fin_seq[:, 0], fin_score[:, 0]
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
-                             stop_early, length_penalty_rule="gnmt", force_end=False):
+                             stop_early, length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1):
     """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
     with loop_ops.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-            length_penalty_rule, force_end,
+            length_penalty_rule, force_end, prefix, num_hypotheses,
         )
 
 

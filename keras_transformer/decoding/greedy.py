@@ -8,7 +8,7 @@ from keras_transformer.decoding import loop_ops
 
 
 def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=True,
-                          force_end=False):
+                          force_end=False, prefix=None):
     """Run the cached decoder one position per step, choosing each token with `choose`.
 
     The encoder runs once, the cross-attention keys/values are projected once, and the
@@ -26,16 +26,20 @@ def decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, c
         choose: callable `(logits [B, V] float32, step) -> int32 [B]`. Padding (id 0) has
             already been removed from `logits`.
         stop_early: bool. Check in the loop condition whether every row has ended.
+        force_end: bool. A row that reaches the last position ends there.
+        prefix: optional int32 `[B, P]`, each row's forced first tokens (0-padded): the row takes them, whatever
+            `choose` says, then goes on choosing.
 
     Returns:
         int32 `[B, max_length]`: the chosen tokens, 0 after `end_id`.
     """
     with loop_ops.weights_read_once(parts):
         return _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early,
-                                      force_end)
+                                      force_end, prefix)
 
 
-def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early, force_end):
+def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early, force_end,
+                           prefix=None):
     parts = parts.with_loop_invariants()
     encoder_outputs, padding_mask = parts.encode(encoder_inputs)
     cross_caches = parts.cross_attention_caches(encoder_outputs)
@@ -55,6 +59,9 @@ def _decode_token_by_token(parts, encoder_inputs, max_length, start_id, end_id, 
             ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
         )
         chosen = ops.cast(choose(logits[:, 0] + bias, step), "int32")
+        if prefix is not None:
+            forcing, forced = loop_ops.forced_at(prefix, step)
+            chosen = ops.where(forcing, forced, chosen)
         if force_end:  # a row that reaches the last position ends there
             chosen = ops.where(ops.equal(step, max_length - 1), end_id, chosen)
         chosen = ops.where(finished, 0, chosen)
@@ -77,16 +84,18 @@ def _argmax(logits, step):
     return loop_ops.first_argmax(logits)
 
 
-def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True, force_end=False):
+def greedy_search(parts, encoder_inputs, max_length, start_id, end_id, stop_early=True, force_end=False,
+                  prefix=None):
     """Greedy decoding at full width: int32 `[B, max_length]`, 0 after `end_id` (never trimmed).
 
     The entry point for code that traces its own function (an exporter): the output shape is
     static, and `parts` may be a `TransformerParts` (no `keras.Model` needed) or a model. See
-    `greedy_decode` for the arguments.
+    `greedy_decode` for the arguments; `prefix` (int32 `[B, P]`, 0-padded) forces each row's first tokens.
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
     return decode_token_by_token(
-        parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early, force_end=force_end
+        parts, encoder_inputs, max_length, start_id, end_id, _argmax, stop_early=stop_early, force_end=force_end,
+        prefix=prefix,
     )
 
 

@@ -49,6 +49,14 @@ def weights_read_once(parts):
     return keras.StatelessScope(state_mapping=[(v, ops.stop_gradient(v)) for v in variables.values()])
 
 
+def forced_at(prefix, step):
+    """`(forcing [B] bool, token [B] int32)`: whether each row's target prefix (int32 `[B, P]`, 0-padded) still
+    dictates the token at `step`, and which."""
+    width = ops.shape(prefix)[1]
+    token = ops.take(prefix, ops.minimum(step, width - 1), axis=1)
+    return ops.logical_and(ops.less(step, width), ops.not_equal(token, 0)), ops.cast(token, "int32")
+
+
 def padding_bias(vocab_size, start_id=None):
     """`[vocab]` float32 zeros with `NEG` at id 0 and at `start_id`: padding and the start token are never
     generated (no label ever holds either; transformers' Marian generation bans its pad-and-start token alike)."""

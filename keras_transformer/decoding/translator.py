@@ -10,12 +10,22 @@ import numpy as np
 from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding import compiled_decoders
+from keras_transformer.decoding import loop_ops
+from keras_transformer.decoding.alignment import align_words
+from keras_transformer.decoding.alignment import piece_words
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
+from keras_transformer.decoding.beam_search import _beam_search_alpha_input
+from keras_transformer.decoding.beam_search import next_token_log_probs
+from keras_transformer.decoding.greedy import greedy_search
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
+from keras_transformer.decoding.samplers import RandomSampler
 from keras_transformer.decoding.samplers import Sampler
 from keras_transformer.decoding.samplers import generate
 from keras_transformer.decoding.samplers import get_sampler
+from keras_transformer.decoding.sampling import draw_uniforms
+from keras_transformer.decoding.sampling import make_sampler
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.models import EnsembleParts
 from keras_transformer.models import TransformerParts
@@ -185,6 +195,22 @@ def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
     return np.pad(packed, ((0, 0), (0, width - packed.shape[1])))
 
 
+def bucket_rows(count):
+    """The rows a batch of `count` sentences is padded to (1, 2, 4, 8, then multiples of 8), as the exported graph
+    pads them: a compiled decoder then sees few batch shapes however requests come in."""
+    return count if count <= 2 else 4 if count <= 4 else 8 if count <= 8 else -(-count // 8) * 8
+
+
+def _pad_rows(array, rows):
+    """`array` with its first row repeated up to `rows` rows (a repeated row decodes as the first and is dropped)."""
+    extra = rows - array.shape[0]
+    return array if extra <= 0 else np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
+
+
+def _texts(texts):
+    return [t if isinstance(t, str) else bytes(t).decode("utf-8", errors="replace") for t in texts]
+
+
 class Translator(BaseTranslator):
     """Translate sentences with a model from `build_transformer` and its source/target tokenizers.
 
@@ -240,9 +266,231 @@ class Translator(BaseTranslator):
     def _decode_rows(self, rows, sampler, max_length):
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
-        tokens = generate(self.model, source_ids, max_length or self.max_length, start, end, sampler=sampler,
+        padded = _pad_rows(source_ids, bucket_rows(len(rows)))
+        tokens = generate(self.model, padded, max_length or self.max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
-        return np.asarray(tokens), source_ids
+        return np.asarray(tokens)[: len(rows)], source_ids
+
+    def _search(self, source_ids, sampler, max_length, prefix=None, num_hypotheses=1):
+        """Greedy or beam search over `source_ids` (optionally forced through `prefix` int32 `[B, P]`), compiled as
+        `translate` is: `(tokens, scores)` as NumPy, `[B, L]` and `[B]` (`[B, n, L]` and `[B, n]` for
+        `num_hypotheses` n > 1; scores `None` for greedy)."""
+        if isinstance(sampler, RandomSampler) or not isinstance(sampler, (GreedySampler, BeamSampler)):
+            raise ValueError(f"n-best lists, target prefixes and alignments decode greedily or by beam search, not "
+                             f"with {type(sampler).__name__}")
+        count = source_ids.shape[0]
+        rows = bucket_rows(count)
+        inputs = {"encoder_inputs": _pad_rows(source_ids, rows)}
+        if prefix is not None:
+            inputs["prefix"] = _pad_rows(np.asarray(prefix, dtype="int32"), rows)
+        settings = dict(max_length=max_length or self.max_length, start_id=self.target_tokenizer.start_id,
+                        end_id=self.target_tokenizer.end_id, force_end=bool(sampler.force_end), stop_early=True)
+        if isinstance(sampler, GreedySampler) and num_hypotheses == 1:
+            function = greedy_search
+        else:
+            function = _beam_search_alpha_input
+            beam = sampler.num_beams if isinstance(sampler, BeamSampler) else 1
+            alpha = sampler.length_penalty if isinstance(sampler, BeamSampler) else DEFAULT_LENGTH_PENALTY
+            rule = sampler.length_penalty_rule if isinstance(sampler, BeamSampler) else "gnmt"
+            settings.update(beam_size=max(beam, num_hypotheses), length_penalty_rule=rule,
+                            num_hypotheses=num_hypotheses)
+            inputs["length_penalty"] = np.full((rows,), alpha, dtype="float32")
+        if self.jit_compile:
+            outputs = compiled_decoders.run_compiled(self.model, self.parts, function, inputs, settings)
+        else:
+            outputs = function(self.parts, **inputs, **settings)
+        if function is greedy_search:
+            return keras.ops.convert_to_numpy(outputs)[:count], None
+        tokens, scores = (keras.ops.convert_to_numpy(o)[:count] for o in outputs)
+        return tokens, scores
+
+    def _detokenize(self, tokens):
+        """Strings of int32 token rows `[N, L]` (0 after the end token)."""
+        if not len(tokens):
+            return []
+        return [t.decode("utf-8", errors="replace") for t in self.target_tokenizer.detokenize(tokens).numpy()]
+
+    def _chunks(self, rows, batch_size, skip=()):
+        """Index lists of at most `batch_size` texts, texts of similar length together (`rows`: token lists)."""
+        batch_size = arguments.check_positive_int("batch_size", batch_size)
+        order = sorted((i for i in range(len(rows)) if i not in skip), key=lambda i: len(rows[i]))
+        return [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
+
+    def _check_single_model(self, what):
+        if isinstance(self.parts, EnsembleParts):
+            raise ValueError(f"{what} reads one model's probabilities or attention; an ensemble averages several: "
+                             "use a member's run directory")
+
+    def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
+        """The `n_best` best translations of each text by beam search, best first: a list (one per text) of
+        `(translation, score)` pairs, each score the hypothesis' log-probability over the length penalty.
+
+        The beam is `max(beam_size, n_best)` wide (`beam_size` `None`: as `translate` decodes); its best
+        hypothesis is what `translate` gives with that beam. A row may have fewer than `n_best` when fewer
+        hypotheses end within `max_length`; a blank text gives `[("", 0.0)]`.
+        """
+        n_best = arguments.check_positive_int("n_best", n_best)
+        default_beam = getattr(self.decoding_sampler(), "num_beams", 1)
+        sampler = self.decoding_sampler(max(beam_size or default_beam, n_best), length_penalty)
+        texts = _texts(texts)
+        rows = tokenize_rows(self.source_tokenizer, texts)
+        blank = {i for i, t in enumerate(texts) if is_blank(t)}
+        results = [[("", 0.0)] for _ in texts]
+        for chunk in self._chunks(rows, batch_size, skip=blank):
+            source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
+            tokens, scores = self._search(source_ids, sampler, max_length, num_hypotheses=max(n_best, 2))
+            strings = self._detokenize(tokens[:, :n_best].reshape(-1, tokens.shape[-1]))
+            for row, i in enumerate(chunk):
+                results[i] = [(strings[row * n_best + h], float(scores[row, h])) for h in range(n_best)
+                              if scores[row, h] > loop_ops.NEG / 2]
+        return results
+
+    def score(self, texts, translations, normalize=False, batch_size=32):
+        """How likely the model finds each given translation of its text (forced decoding, one forward pass).
+
+        Returns a list of dicts, one per pair: `tokens` (the translation's target tokens, the end token last; cut
+        to the model's `max_length`), `token_scores` (each token's log-probability, as the decoders compute it)
+        and `score` (their sum, or their mean when `normalize`). The score of a greedy translation is the greedy
+        decoder's own log-probability for it.
+        """
+        self._check_single_model("scoring")
+        texts, translations = _texts(texts), _texts(translations)
+        if len(texts) != len(translations):
+            raise ValueError(f"{len(texts)} texts but {len(translations)} translations: give one translation per text")
+        start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
+        rule = getattr(self.decoding, "length_penalty_rule", "gnmt")
+        sources = tokenize_rows(self.source_tokenizer, texts)
+        targets = [[int(t) for t in row[: self.parts.max_length - 1]] + [end]
+                   for row in tokenize_rows(self.target_tokenizer, translations)]
+        results = [None] * len(texts)
+        for chunk in self._chunks(sources, batch_size):
+            source_ids = pad_source_rows([sources[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
+            width = max(len(targets[i]) for i in chunk)
+            decoder_inputs = np.zeros((len(chunk), width), dtype="int32")
+            for row, i in enumerate(chunk):
+                decoder_inputs[row, : len(targets[i])] = [start] + targets[i][:-1]
+            logits = self.model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs}, training=False)
+            log_probs = keras.ops.convert_to_numpy(next_token_log_probs(logits, start, rule))
+            for row, i in enumerate(chunk):
+                ids = targets[i]
+                token_scores = [float(v) for v in log_probs[row, np.arange(len(ids)), ids]]
+                total = float(np.sum(token_scores))
+                results[i] = {"score": total / len(ids) if normalize else total, "token_scores": token_scores,
+                              "tokens": self.target_tokenizer.tokens(ids)}
+        return results
+
+    def translate_with_prefix(self, texts, prefixes, beam_size=None, length_penalty=None, batch_size=32,
+                              max_length=None):
+        """Translations that begin with the given target prefixes (one per text; `""` for none).
+
+        Each prefix is split into target tokens, which decoding takes first, whatever the model would choose;
+        then it goes on as `translate` decodes (greedy or beam search; a forced token keeps its log-probability in
+        the beam's score). The prefix comes back as the target tokenizer writes its tokens: verbatim for text the
+        tokenizer round-trips. A prefix must leave room for one more token (`ValueError` otherwise).
+        """
+        texts, prefixes = _texts(texts), _texts(prefixes)
+        if len(texts) != len(prefixes):
+            raise ValueError(f"{len(texts)} texts but {len(prefixes)} prefixes: give one prefix per text ('' for none)")
+        limit = (max_length or self.max_length) - 1
+        forced = [[int(t) for t in row] for row in tokenize_rows(self.target_tokenizer, prefixes)]
+        for i, row in enumerate(forced):
+            if len(row) > limit:
+                raise ValueError(f"prefix {i} has {len(row)} tokens; at most {limit} (the output's max_length - 1)")
+        sampler = self.decoding_sampler(beam_size, length_penalty)
+        rows = tokenize_rows(self.source_tokenizer, texts)
+        blank = {i for i, t in enumerate(texts) if is_blank(t) and not forced[i]}
+        outputs = [""] * len(texts)
+        for chunk in self._chunks(rows, batch_size, skip=blank):
+            source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
+            prefix = np.zeros((len(chunk), max(1, max(len(forced[i]) for i in chunk))), dtype="int32")
+            for row, i in enumerate(chunk):
+                prefix[row, : len(forced[i])] = forced[i]
+            tokens, _ = self._search(source_ids, sampler, max_length, prefix=prefix)
+            for i, text in zip(chunk, self._detokenize(tokens)):
+                outputs[i] = text
+        return outputs
+
+    def align(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, layer_index=-1):
+        """Translations with word alignments: a list of `(translation, pairs)`, `pairs` a list of `(i, j)` (source
+        word i, target word j; words are the texts split at spaces, counted from 0), one pair per target word.
+
+        A target word is aligned to the source word that its tokens attend to most in cross-attention layer
+        `layer_index` (default the last), averaged over the heads, the attention of the step that chose each
+        token (as OpenNMT and Marian report alignments). Decoding is `translate`'s.
+        """
+        self._check_single_model("alignment")
+        sampler = self.decoding_sampler(beam_size, length_penalty)
+        texts = _texts(texts)
+        rows = tokenize_rows(self.source_tokenizer, texts)
+        blank = {i for i, t in enumerate(texts) if is_blank(t)}
+        results = [("", [])] * len(texts)
+        end = self.target_tokenizer.end_id
+        for chunk in self._chunks(rows, batch_size, skip=blank):
+            source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
+            tokens, _ = self._search(source_ids, sampler, max_length)
+            translations = self._detokenize(tokens)
+            decoder_inputs = np.zeros_like(tokens)
+            decoder_inputs[:, 0] = self.target_tokenizer.start_id
+            decoder_inputs[:, 1:] = tokens[:, :-1]
+            weights = self.parts.cross_attention_weights(source_ids, decoder_inputs, layer_index)
+            weights = keras.ops.convert_to_numpy(keras.ops.mean(keras.ops.cast(weights, "float32"), axis=1))
+            for row, i in enumerate(chunk):
+                content = [int(t) for t in tokens[row] if t not in (0, end)]
+                source = rows[i][: source_ids.shape[1] - 2]
+                source_words = piece_words(texts[i], self.source_tokenizer.tokens(source))
+                target_words = piece_words(translations[row], self.target_tokenizer.tokens(content))
+                attention = weights[row, : len(content), 1: 1 + len(source)]
+                results[i] = (translations[row], align_words(attention, source_words, target_words))
+        return results
+
+    def stream(self, text, max_length=None, sampler=None):
+        """The translation of `text` in pieces, yielded as decoding goes (a generator).
+
+        Decodes greedily (the default) or with a sampling sampler (`"top_k"`, a `TopKSampler`, ...), one step per
+        token with key/value caches; a piece is yielded once the words in it can no longer change (text up to a
+        space), and the rest at the end. The pieces join to the translation that `translate(beam_size=1)` (or
+        the sampler with its seed) gives.
+        """
+        sampler = GreedySampler() if sampler is None else get_sampler(sampler)
+        if not isinstance(sampler, (GreedySampler, RandomSampler)):
+            raise ValueError(f"streaming decodes greedily or by sampling, not with {type(sampler).__name__}")
+        return self._stream(_texts([text])[0], max_length or self.max_length, sampler)
+
+    def _stream(self, text, max_length, sampler):
+        if is_blank(text):
+            return
+        ops = keras.ops
+        parts = self.parts.with_loop_invariants()
+        start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
+        source_ids = encode_sources(self.source_tokenizer, [text], self.parts.max_length)
+        encoded, padding_mask = parts.encode(source_ids)
+        cross_caches = parts.cross_attention_caches(encoded)
+        caches = parts.empty_self_attention_caches(1, max_length)
+        bias = loop_ops.padding_bias(parts.vocab_size, start)
+        if isinstance(sampler, RandomSampler):
+            choose = make_sampler(parts.vocab_size, draw_uniforms(1, max_length, sampler.seed), sampler.temperature,
+                                  **sampler._filters())
+        else:
+            def choose(logits, step):
+                return loop_ops.first_argmax(logits)
+        tokens, emitted, last = [], "", start
+        for step in range(max_length):
+            logits, caches = parts.decode_step(np.array([[last]], dtype="int32"), step, caches, cross_caches,
+                                               padding_mask)
+            last = int(ops.convert_to_numpy(choose(logits[:, 0] + bias, step))[0])
+            if getattr(sampler, "force_end", False) and step == max_length - 1:
+                last = end
+            if last == end:
+                break
+            tokens.append(last)
+            decided = self._detokenize(np.array([tokens], dtype="int32"))[0]
+            decided = decided[: decided.rfind(" ") + 1]  # the last word may still grow
+            if len(decided) > len(emitted) and decided.startswith(emitted):
+                yield decided[len(emitted):]
+                emitted = decided
+        final = self._detokenize(np.array([tokens], dtype="int32"))[0] if tokens else ""
+        if final.startswith(emitted) and len(final) > len(emitted):
+            yield final[len(emitted):]
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
         """Translates a list of sentences; returns a list of strings in the same order.
@@ -268,7 +516,7 @@ class Translator(BaseTranslator):
 
         batch_size = arguments.check_positive_int("batch_size", batch_size)
         sampler = get_sampler(sampler)
-        texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
+        texts = _texts(texts)
         outputs = [""] * len(texts)
         # Blank as the exported graph sees it (FastWordpiece's whitespace), so both give the same outputs.
         todo = [i for i, t in enumerate(texts) if not is_blank(t)]
