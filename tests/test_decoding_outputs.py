@@ -14,8 +14,13 @@ TEXTS = SENTENCES[:4] + [""]
 
 
 @pytest.fixture(scope="module")
-def translator(tmp_path_factory):
-    return load_translator(write_tiny_run(tmp_path_factory.mktemp("outputs") / "tiny"))
+def run_dir(tmp_path_factory):
+    return write_tiny_run(tmp_path_factory.mktemp("outputs") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def translator(run_dir):
+    return load_translator(run_dir)
 
 
 def test_n_best_first_hypothesis_is_beam_searchs_best(translator):
@@ -109,3 +114,38 @@ def test_ensembles_refuse_score_and_alignment_with_one_line(translator):
         ensemble.score(["a"], ["b"])
     with pytest.raises(ValueError, match="member's run directory"):
         ensemble.align(["a"])
+
+
+def _run_cli(argv, stdin_lines, monkeypatch, capsys):
+    import io
+    import sys
+
+    from keras_transformer import cli
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\n".join(stdin_lines).encode() + b"\n")))
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err
+
+
+def test_translate_command_prints_each_output_as_the_python_api(run_dir, translator, tmp_path, monkeypatch,
+                                                                 capsys):
+    texts = TEXTS[:3]
+    code, out, _ = _run_cli(["translate", run_dir, "--n-best", "2"], texts, monkeypatch, capsys)
+    assert code == 0
+    expected = translator.translate_n_best(texts, 2)
+    assert out == [f"{i} ||| {t} ||| {s:.6f}" for i, hyps in enumerate(expected) for t, s in hyps]
+    greedy = translator.translate(texts, beam_size=1)
+    (tmp_path / "greedy.txt").write_text("\n".join(greedy) + "\n")
+    code, out, _ = _run_cli(["translate", run_dir, "--score", str(tmp_path / "greedy.txt")], texts, monkeypatch,
+                            capsys)
+    assert code == 0 and [float(line.split(" ||| ")[0]) for line in out] == pytest.approx(
+        [r["score"] for r in translator.score(texts, greedy)], abs=1e-5)
+    code, out, _ = _run_cli(["translate", run_dir, "--alignments"], texts, monkeypatch, capsys)
+    assert code == 0 and [line.split(" ||| ")[0] for line in out] == translator.translate(texts)
+    code, out, _ = _run_cli(["translate", run_dir, "--stream"], texts, monkeypatch, capsys)
+    assert code == 0 and out == greedy
+    (tmp_path / "short.txt").write_text("one line\n")
+    code, _, err = _run_cli(["translate", run_dir, "--prefix", str(tmp_path / "short.txt")], texts, monkeypatch,
+                            capsys)
+    assert code == 2 and "1 lines for 3 input lines" in err

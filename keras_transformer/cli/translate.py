@@ -81,15 +81,60 @@ def cmd_translate(args):
     lines = read_stdin_lines()
     if args.plot_attention and not lines:
         raise ValueError("--plot-attention needs at least one input line on stdin")
-    outputs = translator.translate(lines, batch_size=args.batch_size,
-                                   **decoding_kwargs) if lines else []
-    for line in outputs:
-        print(line)
+    if args.n_best or args.score or args.prefix or args.alignments or args.stream:
+        _print_decoding_outputs(args, translator, lines, decoding_kwargs)
+    else:
+        outputs = translator.translate(lines, batch_size=args.batch_size,
+                                       **decoding_kwargs) if lines else []
+        for line in outputs:
+            print(line)
     sys.stdout.flush()
     if args.plot_attention:
         translator.plot_attention(lines[0], args.plot_attention, beam_size=decoding_kwargs["beam_size"])
         print(f"wrote the cross-attention of the first sentence to {args.plot_attention}", file=sys.stderr)
     return 0
+
+
+def _read_lines_like(path, lines, flag):
+    """The lines of `path`, one per input line (`ValueError` naming the flag when the counts differ)."""
+    from keras_transformer.data.corpus import read_lines
+
+    given = read_lines(path)
+    if len(given) != len(lines):
+        raise ValueError(f"{flag} {path}: {len(given)} lines for {len(lines)} input lines; give one per input line")
+    return given
+
+
+def _print_decoding_outputs(args, translator, lines, decoding_kwargs):
+    """`--n-best`, `--score`, `--prefix`, `--alignments` or `--stream`: the output beyond one string per line."""
+    for flag in ("n_best", "score", "prefix", "alignments", "stream"):
+        if getattr(args, flag) and not translator.supports(
+                {"n_best": "translate_n_best", "prefix": "translate_with_prefix", "alignments": "align"}.get(flag,
+                                                                                                         flag)):
+            raise ValueError(f"--{flag.replace('_', '-')} needs a run directory; {args.model} is a "
+                             f"{type(translator).__name__}, which returns translations only")
+    batch = {"batch_size": args.batch_size}
+    if args.n_best:  # Moses/Marian n-best format: ID ||| translation ||| score
+        for index, hyps in enumerate(translator.translate_n_best(lines, args.n_best, **batch, **decoding_kwargs)):
+            for text, score in hyps:
+                print(f"{index} ||| {text} ||| {score:.6f}")
+    elif args.score:
+        results = translator.score(lines, _read_lines_like(args.score, lines, "--score"), normalize=args.normalize,
+                                   **batch)
+        for result in results:
+            print(f"{result['score']:.6f} ||| {' '.join(f'{v:.4f}' for v in result['token_scores'])}")
+    elif args.prefix:
+        prefixes = _read_lines_like(args.prefix, lines, "--prefix")
+        for text in translator.translate_with_prefix(lines, prefixes, **batch, **decoding_kwargs):
+            print(text)
+    elif args.alignments:
+        for text, pairs in translator.align(lines, **batch, **decoding_kwargs):
+            print(f"{text} ||| {' '.join(f'{i}-{j}' for i, j in pairs)}")
+    else:
+        for line in lines:
+            for piece in translator.stream(line, max_length=decoding_kwargs["max_length"]):
+                print(piece, end="", flush=True)
+            print(flush=True)
 
 
 def cmd_evaluate(args):
@@ -205,6 +250,22 @@ def register(sub, common):
     add_decoding_flags(p)
     p.add_argument("--plot-attention", metavar="FILE.png",
                    help="also save a heat map of the cross-attention for the first sentence")
+    outputs = p.add_mutually_exclusive_group()
+    outputs.add_argument("--n-best", type=positive_int, default=None, metavar="K",
+                         help="the K best translations of each line by beam search, as 'LINE ||| translation ||| "
+                              "score' lines (Moses/Marian n-best format; the beam widens to K)")
+    outputs.add_argument("--score", metavar="FILE",
+                         help="instead of translating, score the translations in FILE (one per input line): "
+                              "'log-probability ||| each token's log-probability'")
+    outputs.add_argument("--prefix", metavar="FILE",
+                         help="target prefixes, one per input line ('' for none): each translation begins with its "
+                              "prefix and goes on from there")
+    outputs.add_argument("--alignments", action="store_true",
+                         help="also print word alignments: 'translation ||| i-j ...' (source word i, target word j, "
+                              "words split at spaces from 0)")
+    outputs.add_argument("--stream", action="store_true",
+                         help="print each translation as it is decoded (greedy, token by token)")
+    p.add_argument("--normalize", action="store_true", help="with --score: divide by the number of tokens")
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser("evaluate", parents=[common], help="sacreBLEU and chrF on a test set",
