@@ -86,21 +86,29 @@ def next_token_log_probs(logits, start_id, rule="gnmt"):
 
 def beam_search_with_parts(
     parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True,
-    length_penalty_rule="gnmt", force_end=False,
+    length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1,
 ):
     """Beam search at full width: `(tokens, scores)`, int32 `[B, max_length]` and float32 `[B]`.
 
     The entry point for code that traces its own function (an exporter): shapes are static (the
     tokens are never trimmed), and `parts` may be a `TransformerParts` (no `keras.Model` needed)
     or a model. See `beam_search` for the arguments and the algorithm.
+
+    `prefix` (int32 `[B, P]`, 0-padded) forces each row's first tokens (they keep their log-probabilities in the
+    scores). `num_hypotheses` n > 1 (at most `beam_size`) returns the n best finished hypotheses, best first:
+    `[B, n, max_length]` and `[B, n]`, a score of `loop_ops.NEG` marking a hypothesis that did not finish.
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
     beam_size = arguments.check_positive_int("beam_size", beam_size)
     length_penalty = arguments.check_number("length_penalty", length_penalty, low=0.0)
     length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
+    num_hypotheses = arguments.check_positive_int("num_hypotheses", num_hypotheses)
+    if num_hypotheses > beam_size:
+        raise ValueError(f"num_hypotheses={num_hypotheses} exceeds beam_size={beam_size}: a beam keeps at most "
+                         "beam_size hypotheses")
     return _beam_search_alpha_input(
         parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early,
-        length_penalty_rule, bool(force_end),
+        length_penalty_rule, bool(force_end), prefix, num_hypotheses,
     )
 
 

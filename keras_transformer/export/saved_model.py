@@ -16,6 +16,8 @@ import time
 import tensorflow as tf
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding.loop_ops import NEG
 from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.decoding.translator import check_fixed_setting
 from keras_transformer.decoding.translator import translate_in_batches
@@ -164,6 +166,81 @@ class SavedModelTranslator(BaseTranslator):
             return [text.decode("utf-8", errors="replace") for text in result]
 
         return translate_in_batches(texts, batch_size, verbose, translate_batch)
+
+    # The signatures behind the translator methods beyond `translate` (older exports lack them).
+    _SIGNATURE_OF = {"translate_n_best": "n_best", "score": "score", "translate_with_prefix": "translate_with_prefix"}
+
+    def supports(self, method):
+        needed = self._SIGNATURE_OF.get(method)
+        return super().supports(method) and (needed is None or needed in self.signatures)
+
+    def _call(self, name, **inputs):
+        if name not in self.signatures:
+            raise ValueError(f"{self.path} has no `{name}` signature; re-export it with `keras-transformer export`")
+        return self.signatures[name](**{k: tf.constant(v, dtype=tf.string) for k, v in inputs.items()})
+
+    def _in_batches(self, columns, batch_size, call):
+        """`call(*column batches of UTF-8 bytes) -> list of results` over rows sorted by source length."""
+        batch_size = arguments.check_positive_int("batch_size", batch_size)
+        columns = [[t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in c] for c in columns]
+        if len({len(c) for c in columns}) > 1:
+            raise ValueError(f"{len(columns[0])} texts but {len(columns[1])} in the second list: give one per text")
+        results = [None] * len(columns[0])
+        order = sorted(range(len(results)), key=lambda i: len(columns[0][i]))
+        for begin in range(0, len(order), batch_size):
+            chunk = order[begin: begin + batch_size]
+            for i, result in zip(chunk, call(*[[column[i] for i in chunk] for column in columns])):
+                results[i] = result
+        return results
+
+    def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
+        """The `n_best` best translations of each text (`BaseTranslator.translate_n_best`) from the `n_best`
+        signature: a beam of the export's `extra_beam_size`, so `n_best` may be at most that."""
+        n_best = arguments.check_positive_int("n_best", n_best)
+        if n_best > self.extra_beam_size:
+            raise ValueError(f"n_best={n_best}: {self.path} keeps the {self.extra_beam_size} best hypotheses of its "
+                             f"beam; re-export with `--beam-size {n_best}` or use the run directory")
+        check_fixed_setting(self.path, "beam_size", beam_size, self.extra_beam_size, "--beam-size")
+        check_fixed_setting(self.path, "length_penalty", length_penalty, self.length_penalty, "--length-penalty")
+
+        def call(batch):
+            result = self._call("n_best", text=batch)
+            pairs = zip(result["translations"].numpy(), result["scores"].numpy())
+            lists = [[(t.decode("utf-8", errors="replace"), float(s)) for t, s in list(zip(ts, ss))[:n_best]
+                      if s > NEG / 2] for ts, ss in pairs]
+            # A blank text (no source token) has one empty translation, as a run's translator gives it.
+            return [[("", 0.0)] if all(h == ("", 0.0) for h in hyps) else hyps for hyps in lists]
+
+        return self._in_batches([texts], batch_size, call)
+
+    def score(self, texts, translations, normalize=False, batch_size=32):
+        """The log-probability of given translations (`BaseTranslator.score`) from the `score` signature."""
+
+        def call(batch, targets):
+            result = {k: v.numpy() for k, v in self._call("score", text=batch, translation=targets).items()}
+            rows = []
+            for ids, values, tokens in zip(result["token_ids"], result["token_scores"], result["tokens"]):
+                length = int((ids != 0).sum())
+                token_scores = [float(v) for v in values[:length]]
+                total = float(sum(token_scores))
+                rows.append({"score": total / length if normalize else total, "token_scores": token_scores,
+                             "tokens": [t.decode("utf-8", errors="replace") for t in tokens[:length]]})
+            return rows
+
+        return self._in_batches([texts, translations], batch_size, call)
+
+    def translate_with_prefix(self, texts, prefixes, beam_size=None, length_penalty=None, batch_size=32,
+                              max_length=None):
+        """Translations forced through target prefixes (`BaseTranslator.translate_with_prefix`), with the
+        export's decoding, from the `translate_with_prefix` signature."""
+        check_fixed_setting(self.path, "beam_size", beam_size, self.beam_size, "--beam-size")
+        check_fixed_setting(self.path, "length_penalty", length_penalty, self.length_penalty, "--length-penalty")
+
+        def call(batch, prefix):
+            result = self._call("translate_with_prefix", text=batch, prefix=prefix)["translation"].numpy()
+            return [t.decode("utf-8", errors="replace") for t in result]
+
+        return self._in_batches([texts, prefixes], batch_size, call)
 
     def translate_with_ids(self, texts):
         """One batch through `translate_with_ids`: `(translations, token_ids [B, max_length], scores [B])`."""

@@ -64,6 +64,11 @@ class TranslatorModule(tf.Module):
     - `translate_greedy`: greedy decoding, `{"translation"}`.
     - `translate_beam`: beam search of width `beam_size` (or `DEFAULT_EXTRA_BEAM_SIZE` when the export is
       greedy), `{"translation"}`.
+    - `n_best`: the `extra_beam_size` best hypotheses of a beam that wide, `{"translations", "scores"}` `[B, K]`.
+    - `score` (takes `text` and `translation`): `{"score", "token_scores", "token_ids"}`, the log-probability of
+      given translations (forced decoding).
+    - `translate_with_prefix` (takes `text` and `prefix`): `{"translation"}`, decoding forced through each
+      prefix's tokens first.
 
     Export settings are kept as variables, readable after loading: `max_length`, `beam_size`,
     `extra_beam_size` (the width of `translate_beam`), `source_max_length`, `length_penalty`,
@@ -226,30 +231,35 @@ class TranslatorModule(tf.Module):
         return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id,
                             self._source_max_length)
 
-    def decode_ids(self, source_ids, beam_size, with_scores=True):
+    def encode_target(self, text, with_end):
+        """Target ids of `text` int32 `[B, T]` (0-padded; `[END]` after each row's tokens when `with_end`, and
+        at most `max_length - 1` tokens before it) and `has_tokens` bool `[B]`."""
+        tokenizer = self.target_tokenizer
+        ids, has_tokens = pack_sources(tokenizer.tokenize(text), None, tokenizer.end_id, self._max_length)
+        return (ids if with_end else tf.where(tf.equal(ids, tokenizer.end_id), 0, ids)), has_tokens
+
+    def decode_ids(self, source_ids, beam_size, with_scores=True, prefix=None, num_hypotheses=1):
         """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.
 
         Greedy decoding computes its scores with an extra teacher-forced pass, only `with_scores` (otherwise the
-        scores are `None`); beam search has them anyway.
+        scores are `None`); beam search has them anyway. `prefix` (int32 `[B, P]`) forces each row's first
+        tokens; `num_hypotheses` n > 1 returns `[B, n, max_length]` and `[B, n]` (beam search as wide as needed).
         """
         start_id, end_id = self.target_tokenizer.start_id, self.target_tokenizer.end_id
-        if beam_size > 1:
+        if beam_size > 1 or num_hypotheses > 1:
             return beam_search_with_parts(
                 self._parts, source_ids, self._max_length, start_id, end_id,
-                beam_size=beam_size, length_penalty=self._length_penalty,
-                length_penalty_rule=self._length_penalty_rule, force_end=self._force_end,
+                beam_size=max(beam_size, num_hypotheses), length_penalty=self._length_penalty,
+                length_penalty_rule=self._length_penalty_rule, force_end=self._force_end, prefix=prefix,
+                num_hypotheses=num_hypotheses,
             )
         tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax,
-                                       force_end=self._force_end)
+                                       force_end=self._force_end, prefix=prefix)
         return tokens, (self.score(source_ids, tokens) if with_scores else None)
 
-    def score(self, source_ids, tokens):
-        """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
-
-        The same score as beam search gives its hypotheses, by the export's `length_penalty_rule` (which also
-        says how padding and the start token, never generated, leave the softmax): one teacher-forced pass of the
-        full model (of each member of an ensemble, whose distributions are combined as in decoding: `combine`).
-        """
+    def token_log_probs(self, source_ids, tokens):
+        """Each token's log-probability float32 `[B, T]` (0 at padding) given `source_ids`: one teacher-forced pass,
+        as `score` computes it, without the length penalty."""
         start = tf.fill([tf.shape(tokens)[0], 1], tf.constant(self.target_tokenizer.start_id, tf.int32))
         decoder_inputs = tf.concat([start, tokens[:, :-1]], axis=1)
         members = [tf.nn.log_softmax(tf.cast(model({"encoder_inputs": source_ids, "decoder_inputs": decoder_inputs},
@@ -258,33 +268,69 @@ class TranslatorModule(tf.Module):
         log_probs = self._parts.combine_log_probs(members) if len(members) > 1 else members[0]
         log_probs = next_token_log_probs(log_probs, self.target_tokenizer.start_id, self._length_penalty_rule)
         chosen = tf.gather(log_probs, tokens, axis=2, batch_dims=2)
+        return tf.where(tf.not_equal(tokens, 0), chosen, 0.0)
+
+    def score(self, source_ids, tokens):
+        """Length-penalized log-probability of `tokens` `[B, L]` (0-padded) given `source_ids`, float32 `[B]`.
+
+        The same score as beam search gives its hypotheses, by the export's `length_penalty_rule` (which also
+        says how padding and the start token, never generated, leave the softmax): one teacher-forced pass of the
+        full model (of each member of an ensemble, whose distributions are combined as in decoding: `combine`).
+        """
         real = tf.not_equal(tokens, 0)
-        total = tf.reduce_sum(tf.where(real, chosen, 0.0), axis=1)
+        total = tf.reduce_sum(self.token_log_probs(source_ids, tokens), axis=1)
         lengths = tf.maximum(tf.reduce_sum(tf.cast(real, tf.int32), axis=1), 1)  # 0 ** alpha for an empty row
         return total / length_penalty_divisor(lengths, self._length_penalty, self._length_penalty_rule)
 
-    def run(self, text, beam_size, with_scores=False, jit_compile=None):
+    def run(self, text, beam_size, with_scores=False, jit_compile=None, prefix=None, num_hypotheses=1):
         """The whole pipeline: `(translation [B], token_ids [B, max_length], scores [B] or None)`.
 
         `jit_compile=None` follows the module's setting; `True` decodes in one XLA program over bucketed shapes.
+        `prefix` (`tf.string [B]`) forces each translation's beginning; `num_hypotheses` n > 1 gives the n best
+        of a beam: translations `[B, n]`, token ids `[B, n, max_length]`, scores `[B, n]`.
         """
         jit_compile = self._jit_compile if jit_compile is None else jit_compile
         text = tf.convert_to_tensor(text, tf.string)
         source_ids, has_tokens = self.encode_text(text)
+        inputs = [source_ids]
+        if prefix is not None:
+            prefix_ids, has_prefix = self.encode_target(tf.convert_to_tensor(prefix, tf.string), with_end=False)
+            has_tokens = tf.logical_or(has_tokens, has_prefix)  # a prefix alone is decoded too
+            inputs.append(prefix_ids)
+        with_scores = with_scores or num_hypotheses > 1
+
+        def decode(ids, prefix_ids=None):
+            return self.decode_ids(ids, beam_size, with_scores=with_scores, prefix=prefix_ids,
+                                   num_hypotheses=num_hypotheses)
+
         if jit_compile:
             batch_size = tf.shape(source_ids)[0]
-            compiled = tf.function(lambda ids: self.decode_ids(ids, beam_size, with_scores=with_scores),
-                                   jit_compile=True, autograph=False)
-            tokens, scores = compiled(self.pad_to_buckets(source_ids))
+            compiled = tf.function(decode, jit_compile=True, autograph=False)
+            index = self.bucket_rows(batch_size)
+            padded = [self.pad_to_buckets(source_ids)] + [tf.gather(p, index) for p in inputs[1:]]
+            tokens, scores = compiled(*padded)
             tokens = tokens[:batch_size]
             scores = scores[:batch_size] if with_scores else None
         else:
-            tokens, scores = self.decode_ids(source_ids, beam_size, with_scores=with_scores)
+            tokens, scores = decode(*inputs)
         # An input with no token at all translates to "" (the Python `Translator` does the same for blank lines).
+        if num_hypotheses > 1:
+            tokens = tf.where(has_tokens[:, None, None], tokens, 0)
+            scores = tf.where(has_tokens[:, None], scores, 0.0)
+            flat = tf.reshape(tokens, [-1, tf.shape(tokens)[-1]])
+            translations = tf.reshape(self.target_tokenizer.detokenize(flat), [-1, num_hypotheses])
+            return translations, tokens, scores
         tokens = tf.where(tf.expand_dims(has_tokens, 1), tokens, 0)
         if with_scores:
             scores = tf.where(has_tokens, scores, 0.0)
         return self.target_tokenizer.detokenize(tokens), tokens, scores
+
+    def bucket_rows(self, batch_size):
+        """The row index that pads a batch of `batch_size` to its bucket (1, 2, 4, 8 or a multiple of 8 rows):
+        the rows in order, then the first row repeated."""
+        small = tf.gather(tf.constant([0, 1, 2, 4, 4, 8, 8, 8, 8], tf.int32), tf.minimum(batch_size, 8))
+        rows = tf.where(batch_size <= 8, small, -(-batch_size // BATCH_BUCKET) * BATCH_BUCKET)
+        return tf.concat([tf.range(batch_size), tf.zeros([rows - batch_size], tf.int32)], axis=0)
 
     def pad_to_buckets(self, source_ids):
         """`source_ids` `[B, S]` padded to `[bucket(B), min(ceil(S / 8) * 8, source_max_length)]`.
@@ -294,9 +340,7 @@ class TranslatorModule(tf.Module):
         """
         batch_size, width = tf.shape(source_ids)[0], tf.shape(source_ids)[1]
         padded_width = tf.minimum(-(-width // WIDTH_BUCKET) * WIDTH_BUCKET, self._source_max_length)
-        small = tf.gather(tf.constant([0, 1, 2, 4, 4, 8, 8, 8, 8], tf.int32), tf.minimum(batch_size, 8))
-        rows = tf.where(batch_size <= 8, small, -(-batch_size // BATCH_BUCKET) * BATCH_BUCKET)
-        index = tf.concat([tf.range(batch_size), tf.zeros([rows - batch_size], tf.int32)], axis=0)
+        index = self.bucket_rows(batch_size)
         return tf.pad(tf.gather(source_ids, index), [[0, 0], [0, padded_width - width]])
 
     def serving_function(self, jit_compile=None):
@@ -334,6 +378,35 @@ class TranslatorModule(tf.Module):
         translation, _, _ = self.run(text, self._extra_beam_size)
         return {"translation": translation}
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def n_best(self, text):
+        """`text` `[B]` -> `{"translations": [B, K], "scores": [B, K]}`: the K = `extra_beam_size` best of a beam
+        that wide, best first (`scores` length-penalized; `loop_ops.NEG` for a hypothesis that did not end)."""
+        translations, _, scores = self.run(text, self._extra_beam_size, num_hypotheses=self._extra_beam_size)
+        return {"translations": translations, "scores": scores}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                  tf.TensorSpec([None], tf.string, name="translation")])
+    def score_translation(self, text, translation):
+        """`text`, `translation` `[B]` -> `{"score": [B], "token_scores": [B, T], "token_ids": [B, T], "tokens":
+        [B, T]}`: the log-probability of each given translation (its tokens and `[END]`, cut at `max_length`), in
+        total and per token (0, and token `""`, at padding)."""
+        source_ids, _ = self.encode_text(tf.convert_to_tensor(text, tf.string))
+        token_ids, _ = self.encode_target(translation, with_end=True)
+        token_scores = self.token_log_probs(source_ids, token_ids)
+        tokens = tf.where(tf.not_equal(token_ids, 0), tf.gather(tf.constant(list(self.target_tokenizer.vocab)),
+                                                                 token_ids), "")
+        return {"score": tf.reduce_sum(token_scores, axis=1), "token_scores": token_scores, "token_ids": token_ids,
+                "tokens": tokens}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                  tf.TensorSpec([None], tf.string, name="prefix")])
+    def translate_with_prefix(self, text, prefix):
+        """`text`, `prefix` `[B]` -> `{"translation": [B]}`: the export's decoding, forced through each prefix's
+        tokens first."""
+        translation, _, _ = self.run(text, self._beam_size, prefix=prefix)
+        return {"translation": translation}
+
     def signatures(self):
         """The SavedModel signatures, `{name: tf.function}` (`tf.saved_model.save` traces them while saving)."""
         return {
@@ -341,4 +414,7 @@ class TranslatorModule(tf.Module):
             "translate_with_ids": self.translate_with_ids,
             "translate_greedy": self.translate_greedy,
             "translate_beam": self.translate_beam,
+            "n_best": self.n_best,
+            "score": self.score_translation,
+            "translate_with_prefix": self.translate_with_prefix,
         }

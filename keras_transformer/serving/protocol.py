@@ -73,7 +73,7 @@ SIGNATURES = {
                   {"normalize": ("DT_BOOL", False)},
                   (Tensor("score", "DT_FLOAT", 1), Tensor("token_scores", "DT_FLOAT", 2),
                    Tensor("tokens", "DT_STRING", 2)), "score"),
-        Signature("prefix", "the translation of each text, continuing its given target prefix",
+        Signature("translate_with_prefix", "the translation of each text, continuing its given target prefix",
                   (Tensor("text", "DT_STRING", 1), Tensor("prefix", "DT_STRING", 1)), {},
                   (Tensor("translation", "DT_STRING", 1),), "translate_with_prefix"),
         Signature("align", "the translation of each text and its word alignment ('i-j': source word i, target "

@@ -48,7 +48,7 @@ class ServedModel:
         if name == "score":
             return t.score(texts, [row[1] for row in rows], normalize=options["normalize"],
                            batch_size=self.batch_size)
-        if name == "prefix":
+        if name == "translate_with_prefix":
             return [{"translation": s} for s in t.translate_with_prefix(
                 texts, [row[1] for row in rows], batch_size=self.batch_size, **self.decoding)]
         if name == "align":

@@ -34,7 +34,7 @@ def predict(client, body):
 def test_metadata_lists_every_signature_of_a_run(setup):
     client, _ = setup
     signatures = client.get(client.model + "/metadata").json()["metadata"]["signature_def"]["signature_def"]
-    assert set(signatures) == {"serving_default", "n_best", "score", "prefix", "align"}
+    assert set(signatures) == {"serving_default", "n_best", "score", "translate_with_prefix", "align"}
     assert set(signatures["score"]["inputs"]) == {"text", "translation", "normalize"}
     assert set(signatures["n_best"]["outputs"]) == {"translations", "scores"}
 
@@ -65,7 +65,7 @@ def test_score_of_the_greedy_translation(setup):
 def test_prefix_is_kept_and_align_has_a_pair_per_target_word(setup):
     client, translator = setup
     prefixes = ["1999-", "", "2026-11"]
-    predictions = predict(client, {"signature_name": "prefix",
+    predictions = predict(client, {"signature_name": "translate_with_prefix",
                                    "instances": [{"text": t, "prefix": p} for t, p in zip(TEXTS, prefixes)]})
     assert predictions["predictions"] == translator.translate_with_prefix(TEXTS, prefixes)
     assert all(out.startswith(p) for out, p in zip(predictions["predictions"], prefixes))
@@ -82,7 +82,7 @@ def test_prefix_is_kept_and_align_has_a_pair_per_target_word(setup):
     {"signature_name": "n_best", "instances": [{"text": "a", "n_best": 2}, {"text": "b", "n_best": 3}]},
     {"signature_name": "score", "instances": ["a"]},
     {"signature_name": "score", "inputs": {"text": ["a", "b"], "translation": ["c"]}},
-    {"signature_name": "prefix", "instances": [{"text": "a", "prefix": "1 " * 100}]},
+    {"signature_name": "translate_with_prefix", "instances": [{"text": "a", "prefix": "1 " * 100}]},
 ], ids=["negative-n-best", "mixed-options", "score-without-translation", "ragged-columns", "prefix-too-long"])
 def test_bad_signature_input_is_a_400_and_the_server_goes_on(setup, body):
     client, translator = setup
