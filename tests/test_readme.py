@@ -13,7 +13,7 @@ def _readme_commands():
     readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
     for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S):
         for command in block.replace("\\\n", " ").splitlines():
-            command = re.split(r"\s(?:#|<|\||>)", " " + command)[0].strip()
+            command = re.split(r"\s(?:#|<|\||>|&)", " " + command)[0].strip()
             if command.startswith("keras-transformer ") and "..." not in command:
                 yield command
 

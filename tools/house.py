@@ -33,7 +33,9 @@ LAYERS = {
     "runs": 5,
     "importers": 5.5,
     "training": 6, "export": 6, "tasks": 6,
-    "quickstart": 7, "cli": 7, "translators": 7,
+    "quickstart": 7, "translators": 7,
+    "serving": 7.5,
+    "cli": 8,
 }
 
 

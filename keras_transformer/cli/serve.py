@@ -65,9 +65,9 @@ def register(sub, common):
         description="Serve a run, an ensemble, a preset, a SavedModel, a TFLite file or a CTranslate2 directory over "
                     "HTTP with TF Serving's REST API (POST /v1/models/NAME:predict, GET /v1/models/NAME and "
                     "/metadata), batching concurrent requests. Signatures: serving_default for every artifact; "
-                    "n_best, score and translate_with_prefix for a run and a SavedModel; align, and POST "
-                    "/v1/models/NAME:stream (one translation as it is decoded), for a run. SIGINT/SIGTERM stop it "
-                    "after the requests it accepted.")
+                    "n_best, score and translate_with_prefix for a run, a SavedModel and a CTranslate2 directory; "
+                    "align for a run; POST /v1/models/NAME:stream (one translation as it is decoded) for a run and "
+                    "a CTranslate2 directory. SIGINT/SIGTERM stop it after the requests it accepted.")
     p.add_argument("artifact", metavar="ARTIFACT", help="what to serve: any path `keras-transformer translate` takes")
     p.add_argument("--port", type=_port, default=8501, help="TCP port (default 8501, TF Serving's REST port; 0: any)")
     p.add_argument("--host", default="127.0.0.1",

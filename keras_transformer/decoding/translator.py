@@ -1,7 +1,6 @@
-"""Text in, text out: `BaseTranslator` (what every translator has), and `Translator` (a trained model with its
-tokenizers, batched, greedy or beam search)."""
+"""Text in, text out: `Translator`, a trained model with its tokenizers (batched greedy or beam search, n-best
+lists, scores, target prefixes, word alignments, streaming), and the source packing it shares with the exports."""
 
-import math
 import os
 
 import keras
@@ -14,6 +13,7 @@ from keras_transformer.decoding import compiled_decoders
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.alignment import align_words
 from keras_transformer.decoding.alignment import piece_words
+from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import _beam_search_alpha_input
 from keras_transformer.decoding.beam_search import next_token_log_probs
@@ -24,123 +24,10 @@ from keras_transformer.decoding.samplers import RandomSampler
 from keras_transformer.decoding.samplers import Sampler
 from keras_transformer.decoding.samplers import generate
 from keras_transformer.decoding.samplers import get_sampler
-from keras_transformer.decoding.sampling import draw_uniforms
-from keras_transformer.decoding.sampling import make_sampler
+from keras_transformer.decoding.streaming import stream_translation
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.models import EnsembleParts
 from keras_transformer.models import TransformerParts
-
-
-class BaseTranslator:
-    """What every translator has, whatever runs it (`keras_transformer.load_translator` returns one): `translate`.
-
-    `translate(texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0)` returns a
-    list of strings, one per text, in order; a blank text gives `""`.
-
-    - `texts`: Python strings (or UTF-8 bytes).
-    - `beam_size`: 1 greedy, more for beam search of that width.
-    - `length_penalty`: the length penalty's exponent for beam search (greedy decoding has none).
-    - `batch_size`: sentences decoded together (a sentence's translation does not depend on its batch).
-    - `max_length`: most output tokens.
-    - `verbose`: 0 quiet, 1 a progress bar.
-
-    `None` for `beam_size`, `length_penalty` or `max_length` means as the artifact decodes by default: a run as its
-    `decoding.json` says (else greedy), an export as it was exported. An export whose decoding is fixed in its graph
-    raises `ValueError`, naming the argument, for a value it cannot decode with.
-    """
-
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
-        """Translates a list of sentences; returns a list of strings in the same order (see the class)."""
-        raise NotImplementedError
-
-    def supports(self, method):
-        """Whether this translator answers `method` (`"translate_n_best"`, `"score"`, `"translate_with_prefix"`,
-        `"align"`, `"stream"`), rather than refusing it with `ValueError`."""
-        own = getattr(type(self), method, None)
-        return callable(own) and own is not getattr(BaseTranslator, method, None)
-
-    def _unsupported(self, what):
-        return ValueError(f"{what} needs a run directory or a CTranslate2 export; a {type(self).__name__} returns "
-                          "translations only")
-
-    def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
-        """The `n_best` best translations of each text by beam search, best first: a list (one per text) of
-        `(translation, score)` pairs, the score being the beam's (log-probability over the length penalty).
-
-        The beam is `max(beam_size, n_best)` wide; the first pair is what `translate` gives with that beam."""
-        raise self._unsupported("n-best translation")
-
-    def score(self, texts, translations, normalize=False, batch_size=32):
-        """How likely the model finds each given translation of each text: a list of dicts, one per pair, with
-        `score` (the total log-probability of its tokens and the end token; divided by their number when
-        `normalize`), `token_scores` (each token's log-probability) and `tokens` (the target tokens, the end token
-        last)."""
-        raise self._unsupported("scoring")
-
-    def translate_with_prefix(self, texts, prefixes, beam_size=None, length_penalty=None, batch_size=32,
-                              max_length=None):
-        """Translations that begin with the given target prefixes (one per text; `""` for none): decoding is
-        forced through each prefix's tokens, then goes on as `translate` decodes."""
-        raise self._unsupported("prefix-constrained translation")
-
-    def align(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, layer_index=-1):
-        """Translations with word alignments: a list of `(translation, pairs)`, `pairs` a list of `(i, j)` (source
-        word i, target word j, counting words split at spaces from 0), one pair per target word: the source word
-        whose tokens the target word's tokens attend to most, in cross-attention layer `layer_index` averaged
-        over its heads (as OpenNMT and Marian report alignments)."""
-        raise self._unsupported("word alignment")
-
-    def stream(self, text, max_length=None, sampler=None):
-        """A generator of the translation of `text` in pieces, each yielded as soon as its tokens are decided
-        (greedy, or a sampler's choice); the pieces join to the translation."""
-        raise self._unsupported("streaming")
-
-    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
-        """A heat map of the cross-attention for one sentence; only a run's model has one (else `ValueError`)."""
-        raise ValueError(f"--plot-attention needs a run directory (the model and its tokenizers); a "
-                         f"{type(self).__name__} returns translations only")
-
-
-def check_fixed_setting(artifact, name, value, fixed, flag):
-    """`ValueError` unless `value` is `None` (the artifact's own) or what the artifact decodes with (`fixed`).
-
-    Args:
-        artifact: what is decoding (a path), for the message.
-        name: the `translate` argument.
-        value: the value asked for.
-        fixed: the value fixed at export, or `None` when the artifact does not record it.
-        flag: the `keras-transformer export` flag that sets it.
-    """
-    if value is None:
-        return
-    if fixed is not None and (value == fixed or isinstance(value, float) and math.isclose(value, fixed,
-                                                                                          rel_tol=1e-6)):
-        return
-    exported = f" ({fixed:g})" if fixed is not None else " (not recorded in the file)"
-    raise ValueError(f"{name}={value!r}: {artifact} decodes with the {name.replace('_', ' ')} it was exported with"
-                     f"{exported}; pass {name}=None, or re-export with `keras-transformer export RUN_DIR {flag} "
-                     f"{value}`, or translate the run directory")
-
-
-def translate_in_batches(texts, batch_size, verbose, translate_batch):
-    """`translate_batch(list of UTF-8 bytes) -> list of str` over `texts`, sorted by length, `batch_size` at a time;
-    the translations in the order of `texts`."""
-    batch_size = arguments.check_positive_int("batch_size", batch_size)
-    encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
-    outputs = [""] * len(encoded)
-    order = np.argsort([len(t) for t in encoded], kind="stable")
-    progress = None
-    if verbose and len(encoded):
-        import keras
-
-        progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
-    for begin in range(0, len(order), batch_size):
-        chunk = order[begin: begin + batch_size]
-        for i, text in zip(chunk, translate_batch([encoded[i] for i in chunk])):
-            outputs[i] = text
-        if progress is not None:
-            progress.add(len(chunk))
-    return outputs
 
 
 def sampler_for(default, beam_size=None, length_penalty=None):
@@ -454,43 +341,13 @@ class Translator(BaseTranslator):
         sampler = GreedySampler() if sampler is None else get_sampler(sampler)
         if not isinstance(sampler, (GreedySampler, RandomSampler)):
             raise ValueError(f"streaming decodes greedily or by sampling, not with {type(sampler).__name__}")
-        return self._stream(_texts([text])[0], max_length or self.max_length, sampler)
-
-    def _stream(self, text, max_length, sampler):
+        text = _texts([text])[0]
         if is_blank(text):
-            return
-        ops = keras.ops
-        parts = self.parts.with_loop_invariants()
-        start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
+            return iter(())
         source_ids = encode_sources(self.source_tokenizer, [text], self.parts.max_length)
-        encoded, padding_mask = parts.encode(source_ids)
-        cross_caches = parts.cross_attention_caches(encoded)
-        caches = parts.empty_self_attention_caches(1, max_length)
-        bias = loop_ops.padding_bias(parts.vocab_size, start)
-        if isinstance(sampler, RandomSampler):
-            choose = make_sampler(parts.vocab_size, draw_uniforms(1, max_length, sampler.seed), sampler.temperature,
-                                  **sampler._filters())
-        else:
-            def choose(logits, step):
-                return loop_ops.first_argmax(logits)
-        tokens, emitted, last = [], "", start
-        for step in range(max_length):
-            logits, caches = parts.decode_step(np.array([[last]], dtype="int32"), step, caches, cross_caches,
-                                               padding_mask)
-            last = int(ops.convert_to_numpy(choose(logits[:, 0] + bias, step))[0])
-            if getattr(sampler, "force_end", False) and step == max_length - 1:
-                last = end
-            if last == end:
-                break
-            tokens.append(last)
-            decided = self._detokenize(np.array([tokens], dtype="int32"))[0]
-            decided = decided[: decided.rfind(" ") + 1]  # the last word may still grow
-            if len(decided) > len(emitted) and decided.startswith(emitted):
-                yield decided[len(emitted):]
-                emitted = decided
-        final = self._detokenize(np.array([tokens], dtype="int32"))[0] if tokens else ""
-        if final.startswith(emitted) and len(final) > len(emitted):
-            yield final[len(emitted):]
+        return stream_translation(self.parts, source_ids, self.target_tokenizer.start_id,
+                                  self.target_tokenizer.end_id, max_length or self.max_length, sampler,
+                                  self._detokenize)
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
         """Translates a list of sentences; returns a list of strings in the same order.

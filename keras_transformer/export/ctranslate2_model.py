@@ -20,8 +20,8 @@ from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
-from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
@@ -219,31 +219,122 @@ class CTranslate2Translator(BaseTranslator):
 
         `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call.
         """
+        results = self._translate(texts, beam_size, length_penalty, batch_size, max_length)
+        return [self._text(r.hypotheses[0]) if r is not None else "" for r in results]
+
+    def _texts(self, texts):
+        return [t if isinstance(t, str) else bytes(t).decode("utf-8", errors="replace") for t in texts]
+
+    def _sources(self, texts):
+        """CTranslate2's source tokens (strings, `[START]` and `[END]` included) of each text."""
+        rows = self.source_tokenizer.tokenize(list(texts)).to_list() if len(texts) else []
+        packed = pack_rows(rows, self.source_tokenizer.source_start_id, self.source_tokenizer.end_id, self.max_length)
+        vocab = self.source_tokenizer.vocab
+        return [[vocab[i] for i in row if i != 0] for row in packed]
+
+    def _targets(self, texts):
+        """The target tokens (strings, no `[END]`) of each text."""
+        rows = self.target_tokenizer.tokenize(list(texts)).to_list() if len(texts) else []
+        return [[self.target_tokenizer.vocab[i] for i in row] for row in rows]
+
+    def _text(self, tokens):
+        """The detokenized text of target tokens (strings)."""
+        ids = np.array([[self._target_ids[t] for t in tokens] or [0]], dtype="int32")
+        return self.target_tokenizer.detokenize(ids).numpy()[0].decode("utf-8", errors="replace")
+
+    def _translate(self, texts, beam_size, length_penalty, batch_size, max_length, prefixes=None, **options):
+        """CTranslate2's `TranslationResult` of each text (`None` for a blank text without a prefix)."""
         beam_size = arguments.check_positive_int("beam_size", self.beam_size if beam_size is None else beam_size)
         batch_size = arguments.check_positive_int("batch_size", batch_size)
         if length_penalty is None:
             length_penalty = DEFAULT_LENGTH_PENALTY
-        texts = [t if isinstance(t, str) else t.decode("utf-8", errors="replace") for t in texts]
-        outputs = [""] * len(texts)
-        todo = [i for i, t in enumerate(texts) if not is_blank(t)]
+        texts = self._texts(texts)
+        todo = [i for i, t in enumerate(texts) if not is_blank(t) or prefixes is not None and prefixes[i]]
+        results = [None] * len(texts)
         if not todo:
-            return outputs
-        rows = self.source_tokenizer.tokenize([texts[i] for i in todo]).to_list()
-        packed = pack_rows(rows, self.source_tokenizer.source_start_id, self.source_tokenizer.end_id, self.max_length)
-        vocab, vocab_out = self.source_tokenizer.vocab, self.target_tokenizer.vocab
-        sources = [[vocab[i] for i in row if i != 0] for row in packed]
-        results = self.translator.translate_batch(
-            sources, beam_size=beam_size, max_batch_size=batch_size,
+            return results
+        vocab_out = self.target_tokenizer.vocab
+        if prefixes is not None:
+            options["target_prefix"] = [prefixes[i] for i in todo]
+        found = self.translator.translate_batch(
+            self._sources([texts[i] for i in todo]), beam_size=beam_size, max_batch_size=batch_size,
             max_decoding_length=max(1, (max_length or self.max_length) - self.force_end),
             suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
             length_penalty=length_penalty if beam_size > 1 else 1.0,
-            min_decoding_length=0)  # CTranslate2's default (1) never lets a translation end at its first token
-        width = max(1, max(len(r.hypotheses[0]) for r in results))
-        ids = np.zeros((len(results), width), dtype="int32")
-        for row, result in enumerate(results):
-            tokens = [self._target_ids[t] for t in result.hypotheses[0]]
-            ids[row, : len(tokens)] = tokens
-        decoded = self.target_tokenizer.detokenize(ids).numpy()
-        for i, text in zip(todo, decoded):
-            outputs[i] = text.decode("utf-8", errors="replace")
-        return outputs
+            min_decoding_length=0, **options)  # CTranslate2's default (1) never lets a translation end at once
+        for i, result in zip(todo, found):
+            results[i] = result
+        return results
+
+    def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
+        """The `n_best` best translations of each text (`BaseTranslator.translate_n_best`), from CTranslate2's
+        `num_hypotheses`; its scores are its own (log-probability over `length ** length_penalty`)."""
+        n_best = arguments.check_positive_int("n_best", n_best)
+        beam_size = max(self.beam_size if beam_size is None else beam_size, n_best)
+        results = self._translate(texts, beam_size, length_penalty, batch_size, max_length, num_hypotheses=n_best,
+                                  return_scores=True)
+        return [[("", 0.0)] if r is None else [(self._text(h), float(s)) for h, s in zip(r.hypotheses, r.scores)]
+                for r in results]
+
+    def score(self, texts, translations, normalize=False, batch_size=32):
+        """The log-probability of given translations (`BaseTranslator.score`), from CTranslate2's `score_batch`."""
+        texts, translations = self._texts(texts), self._texts(translations)
+        if len(texts) != len(translations):
+            raise ValueError(f"{len(texts)} texts but {len(translations)} translations: give one translation per text")
+        targets = [t[: self.max_length - 1] for t in self._targets(translations)]
+        found = self.translator.score_batch(self._sources(texts), targets, max_batch_size=batch_size) if texts else []
+        results = []
+        for result in found:
+            token_scores = [float(v) for v in result.log_probs]
+            total = float(sum(token_scores))
+            tokens = [self.target_tokenizer.vocab[self._target_ids[t]] if t in self._target_ids
+                      else self.target_tokenizer.vocab[self.target_tokenizer.end_id] for t in result.tokens]
+            results.append({"score": total / max(len(token_scores), 1) if normalize else total,
+                            "token_scores": token_scores, "tokens": tokens})
+        return results
+
+    def translate_with_prefix(self, texts, prefixes, beam_size=None, length_penalty=None, batch_size=32,
+                              max_length=None):
+        """Translations forced through target prefixes (`BaseTranslator.translate_with_prefix`), from
+        CTranslate2's `target_prefix`."""
+        texts, prefixes = self._texts(texts), self._texts(prefixes)
+        if len(texts) != len(prefixes):
+            raise ValueError(f"{len(texts)} texts but {len(prefixes)} prefixes: give one prefix per text ('' for none)")
+        forced = self._targets(prefixes)
+        limit = (max_length or self.max_length) - 1
+        for i, row in enumerate(forced):
+            if len(row) > limit:
+                raise ValueError(f"prefix {i} has {len(row)} tokens; at most {limit} (the output's max_length - 1)")
+        results = self._translate(texts, beam_size, length_penalty, batch_size, max_length, prefixes=forced)
+        return [self._text(r.hypotheses[0]) if r is not None else "" for r in results]
+
+    def stream(self, text, max_length=None, sampler=None):
+        """The greedy translation of `text` in pieces (`BaseTranslator.stream`), from CTranslate2's
+        `generate_tokens`; a piece is yielded once its words can no longer change."""
+        if sampler not in (None, "greedy"):
+            raise ValueError("a CTranslate2 model streams greedy decoding only")
+        (text,) = self._texts([text])
+        if is_blank(text):
+            return iter(())
+        vocab_out = self.target_tokenizer.vocab
+        steps = self.translator.generate_tokens(
+            self._sources([text])[0], max_decoding_length=max(1, (max_length or self.max_length) - self.force_end),
+            suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
+            min_decoding_length=0)
+
+        def pieces():
+            tokens, emitted = [], ""
+            for step in steps:
+                if step.token_id == self.target_tokenizer.end_id or step.is_last and step.token not in self._target_ids:
+                    break
+                tokens.append(step.token)
+                decided = self._text(tokens)
+                decided = decided[: decided.rfind(" ") + 1]  # the last word may still grow
+                if len(decided) > len(emitted) and decided.startswith(emitted):
+                    yield decided[len(emitted):]
+                    emitted = decided
+            final = self._text(tokens) if tokens else ""
+            if final.startswith(emitted) and len(final) > len(emitted):
+                yield final[len(emitted):]
+
+        return pieces()

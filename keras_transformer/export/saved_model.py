@@ -17,10 +17,10 @@ import tensorflow as tf
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.decoding import arguments
+from keras_transformer.decoding.base_translator import BaseTranslator
+from keras_transformer.decoding.base_translator import check_fixed_setting
+from keras_transformer.decoding.base_translator import translate_in_batches
 from keras_transformer.decoding.loop_ops import NEG
-from keras_transformer.decoding.translator import BaseTranslator
-from keras_transformer.decoding.translator import check_fixed_setting
-from keras_transformer.decoding.translator import translate_in_batches
 
 CONFIG_FILE = os.path.join("assets.extra", "keras_transformer.json")
 

@@ -33,9 +33,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_transformer.atomic import atomic_path
-from keras_transformer.decoding.translator import BaseTranslator
-from keras_transformer.decoding.translator import check_fixed_setting
-from keras_transformer.decoding.translator import translate_in_batches
+from keras_transformer.decoding.base_translator import BaseTranslator
+from keras_transformer.decoding.base_translator import check_fixed_setting
+from keras_transformer.decoding.base_translator import translate_in_batches
 
 # The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
 # WordPiece tokenizers (`SubwordTokenizer`) use the first three; SentencePiece ones (imported checkpoints) the rest.

@@ -3,7 +3,8 @@
 A batch closes when it holds `max_batch_size` sentences, or `batch_timeout` seconds after its first request
 arrived (TF Serving's `max_batch_size` and `batch_timeout_micros`). One worker thread runs one batch at a time
 (`num_batch_threads: 1`: a batch's matrix products already use every core). Only requests with the same batch key
-(signature and options) share a batch. The queue holds at most `max_queued` sentences: `submit` refuses more
+(signature and options) share a batch. A batch that fails is run again request by request, so that one request's
+bad input fails that request alone. The queue holds at most `max_queued` sentences: `submit` refuses more
 (`QueueFull`), so memory stays bounded under any load.
 """
 
@@ -119,19 +120,27 @@ class Batcher:
             jobs = [j for j in jobs if j.future.set_running_or_notify_cancel()]
             if not jobs:
                 continue
-            items = [item for job in jobs for item in job.items]
             try:
-                results = self.run_batch(jobs[0].key, items)
-                if len(results) != len(items):
-                    raise RuntimeError(f"the batch of {len(items)} gave {len(results)} results")
-            except BaseException as error:  # the requests get the error; the worker goes on
-                for job in jobs:
-                    job.future.set_exception(error)
-                continue
-            with self._cond:
-                self._batches += 1
-                self._items += len(items)
-            begin = 0
-            for job in jobs:
-                job.future.set_result(results[begin: begin + len(job.items)])
-                begin += len(job.items)
+                self._run(jobs)
+            except BaseException as error:
+                if len(jobs) == 1:  # the request gets the error; the worker goes on
+                    jobs[0].future.set_exception(error)
+                    continue
+                for job in jobs:  # one request's bad input must not fail the others: each runs alone
+                    try:
+                        self._run([job])
+                    except BaseException as alone:
+                        job.future.set_exception(alone)
+
+    def _run(self, jobs):
+        items = [item for job in jobs for item in job.items]
+        results = self.run_batch(jobs[0].key, items)
+        if len(results) != len(items):
+            raise RuntimeError(f"the batch of {len(items)} gave {len(results)} results")
+        with self._cond:
+            self._batches += 1
+            self._items += len(items)
+        begin = 0
+        for job in jobs:
+            job.future.set_result(results[begin: begin + len(job.items)])
+            begin += len(job.items)

@@ -107,6 +107,8 @@ def decode_json(body):
         payload = json.loads(text)
     except json.JSONDecodeError as error:
         raise RequestError(f"malformed JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except RecursionError:
+        raise RequestError("the JSON is nested too deeply") from None
     if not isinstance(payload, dict):
         raise RequestError(f"the request must be a JSON object, got {type(payload).__name__}")
     return payload
@@ -222,6 +224,10 @@ def _options(record, signature, where):
 def _string(value, where):
     if not isinstance(value, str):
         raise RequestError(f"{where} must be a string, got {_kind(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate escape such as "\ud800": no UTF-8 text has it
+        raise RequestError(f"{where} is not valid Unicode text (a lone surrogate at character {error.start})") from None
     return value
 
 

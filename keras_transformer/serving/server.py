@@ -4,6 +4,7 @@ connections, finishes the requests it accepted (up to the request timeout), then
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -76,7 +77,15 @@ def serve(served, host="127.0.0.1", port=8501, settings=None, log_level="info", 
     server = uvicorn.Server(_config(create_app(served, settings), settings, log_level))
     if on_ready is not None:
         on_ready(f"http://{host}:{sock.getsockname()[1]}")
-    server.run(sockets=[sock])
+    # uvicorn handles SIGINT/SIGTERM (a graceful shutdown), then raises the signal again for the handlers it
+    # found; with these no-op handlers a finished shutdown is a normal return (exit status 0).
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class RunningServer:

@@ -24,9 +24,9 @@ import keras
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.data.tokenizers import load_tokenizer
+from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.samplers import serialize_sampler
-from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import sampler_for
 from keras_transformer.models import TransformerConfig

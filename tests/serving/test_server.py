@@ -167,8 +167,7 @@ BAD_REQUESTS = [
     pytest.param("GET", "/", {}, 404, id="root"),
     pytest.param("POST", "{model}:stream", {"json": {"text": 3}}, 400, id="stream-text-number"),
     pytest.param("POST", "{model}:predict", {"content": b"[" * 100_000 + b"]" * 100_000}, 400,
-                 id="deeply-nested-json", marks=pytest.mark.xfail(
-                     strict=True, reason="decode_json lets json.loads' RecursionError through: a 500")),
+                 id="deeply-nested-json"),
 ]
 
 
@@ -397,8 +396,6 @@ def test_stop_answers_every_accepted_request_then_takes_no_more():
         server.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="a batch the translator refuses fails every request in it: a request with a "
-                   "lone surrogate turns a good request batched with it into a 400")
 def test_a_request_the_translator_refuses_fails_no_other_request_of_its_batch(served_model):
     # The batch closes when it holds both sentences; the timeout only bounds the wait.
     shared = ServedModel(served_model.translator, "shared", batch_size=2)
@@ -465,7 +462,7 @@ class ServeCommand:
 @pytest.fixture(scope="module")
 def served_by_the_command(tiny_run_dir):
     """`keras-transformer serve RUN --port 0 --no-warmup`: its name, a predict answer, then its SIGTERM exit."""
-    command = ServeCommand(tiny_run_dir, "--port", "0", "--no-warmup")
+    command = ServeCommand(tiny_run_dir, "--port", "0")  # the default flags (warm-up included)
     try:
         command.wait_ready()
         response = httpx.post(f"{command.url}/v1/models/{command.name}:predict", json={"instances": SENTENCES},
@@ -488,8 +485,6 @@ def test_the_command_stops_gracefully_on_sigterm(served_by_the_command):
     assert "Application shutdown complete" in served_by_the_command["stderr"]
 
 
-@pytest.mark.xfail(strict=True, reason="uvicorn re-raises the SIGTERM it handled once it has shut down, so the "
-                   "command dies by the signal (exit status -15) instead of returning 0")
 def test_the_command_exits_0_after_sigterm(served_by_the_command):
     assert served_by_the_command["exit"] == 0
 
