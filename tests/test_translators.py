@@ -4,10 +4,10 @@ import inspect
 
 import pytest
 
+from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
 from keras_transformer.decoding.samplers import TopKSampler
-from keras_transformer.decoding.translator import BaseTranslator
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import sampler_for
 from keras_transformer.decoding.tuning import DecodingSettings
