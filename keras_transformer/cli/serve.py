@@ -32,6 +32,7 @@ def cmd_serve(args):
     from keras_transformer.serving import load_served_model
     from keras_transformer.serving import serve
     from keras_transformer.serving import warm_up
+    from keras_transformer.serving import warm_up_shapes
 
     settings = ServerSettings(
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
@@ -43,9 +44,15 @@ def cmd_serve(args):
     print(f"keras-transformer serve: loaded {args.artifact} ({type(served.translator).__name__}); signatures: "
           f"{', '.join(served.signatures)}", file=sys.stderr, flush=True)
     if args.warmup:
-        seconds = warm_up(served, settings)
-        print(f"keras-transformer serve: warmed up every batch size up to {settings.max_batch_size} in "
-              f"{seconds:.1f} s", file=sys.stderr, flush=True)
+        import keras
+
+        shapes = warm_up_shapes(served, settings)
+        print(f"keras-transformer serve: warming up {len(shapes)} batch shapes (batch sizes up to "
+              f"{settings.max_batch_size} x source widths up to {max(w for _, w in shapes)} tokens; --no-warmup "
+              "skips this)", file=sys.stderr, flush=True)
+        bar = keras.utils.Progbar(len(shapes), unit_name="shape")
+        seconds = warm_up(served, settings, progress=lambda done, total: bar.update(done))
+        print(f"keras-transformer serve: warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
 
     def ready(url):
         print(f"keras-transformer serve: serving {served.name!r} at {url}/v1/models/{served.name} "

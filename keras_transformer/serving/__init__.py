@@ -20,6 +20,7 @@ _LAZY = {
     "serve": "keras_transformer.serving.server",
     "start_server": "keras_transformer.serving.server",
     "warm_up": "keras_transformer.serving.server",
+    "warm_up_shapes": "keras_transformer.serving.server",
 }
 
 __all__ = ["ServerSettings", *_LAZY]

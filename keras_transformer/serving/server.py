@@ -33,14 +33,29 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None):
     return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size)
 
 
-def warm_up(served, settings):
-    """Translates a dummy sentence at each batch size the batcher can form (1, 2, 4, 8, then multiples of 8 up to
-    `max_batch_size`), so compiled decoders are ready before the first request. Returns the seconds it took."""
-    begin = time.perf_counter()
+def warm_up_shapes(served, settings):
+    """The `(rows, source tokens)` shapes `warm_up` decodes: every batch bucket the batcher can form (1, 2, 4, 8,
+    then multiples of 8 up to `max_batch_size`) at every source-width bucket (multiples of 8 up to the model's
+    source length), narrow widths first."""
+    translator = served.translator
+    longest = getattr(getattr(translator, "parts", None), "max_length", None) or getattr(translator, "max_length", 64)
     sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8)} | set(
         range(16, settings.max_batch_size + 1, 8)))
-    for size in sizes:
-        served.run(("serving_default", ()), [("warm-up",)] * size)
+    widths = sorted({min(w, longest) for w in range(8, longest + 8, 8)})
+    return [(size, width) for width in widths for size in sizes]
+
+
+def warm_up(served, settings, progress=None):
+    """Decodes a dummy batch of each shape of `warm_up_shapes`, so that compiled decoders (one program per batch
+    and width bucket) are ready before the first request. `progress(done, total)` is called after each. Returns
+    the seconds it took."""
+    begin = time.perf_counter()
+    shapes = warm_up_shapes(served, settings)
+    for done, (size, width) in enumerate(shapes, 1):
+        text = " ".join(["a"] * max(1, width - 2))  # about one token per word: `width` with [START] and [END]
+        served.run(("serving_default", ()), [(text,)] * size)
+        if progress is not None:
+            progress(done, len(shapes))
     return time.perf_counter() - begin
 
 
@@ -54,8 +69,11 @@ def _config(app, settings, log_level):
 
 def _bind(host, port):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Replies go out at once (no Nagle wait for the client's delayed ACK, about 40 ms per response); asyncio sets
+    # this on accepted sockets of protocol IPPROTO_TCP, and Linux also passes it on from the listening socket.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as error:
