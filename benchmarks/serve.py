@@ -7,11 +7,13 @@ reported are the server's alone), answering TF Serving's REST API:
   `--batch-timeout-ms`);
 * `ours-unbatched`: the same server with `--max-batch-size 1`: one request decoded at a time;
 * `ct2`: the same run exported with `keras-transformer export RUN --ctranslate2 DIR`, served by the same server
-  (CTranslate2 on its oneDNN backend, `CT2_USE_MKL=0`, with passive OpenMP waiting, `OMP_WAIT_POLICY=PASSIVE`).
+  (CTranslate2 on its oneDNN backend, `CT2_USE_MKL=0`, with passive OpenMP waiting, `OMP_WAIT_POLICY=PASSIVE`);
+* `saved_model`: the same run exported with `keras-transformer export RUN --saved-model DIR` (the artifact TF
+  Serving runs), served by the same server.
 
-Before its rows, each server gets one request of b copies of a sentence for every batch size b it decodes and
-sentences of every length in the set (`--no-prime` skips it), so that compiling a new (batch, source width) shape
-never lands in a measured row.
+Each server starts with its default warm-up, which compiles every (batch, source width) bucket before it listens,
+so that no compilation lands in a measured row (`--prime` also sends each server one request of b copies of a
+sentence for every batch size b and sentence length in the set).
 
 Clients are threads in this process, each with its own keep-alive `httpx.Client`, in a closed loop: send one
 sentence (`POST /v1/models/NAME:predict {"instances": [s]}`), wait for its translation, send the next, with a
@@ -56,7 +58,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import print_table  # noqa: E402
 
-ENGINES = ("ours", "ours-unbatched", "ct2")
+ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model")
 DEFAULT_ARTIFACT = os.path.join("saved_models", "quickstart")
 GOAL_CLIENTS = 16
 GOAL_BATCHING = 4.0  # ours >= 4x ours-unbatched requests/s
@@ -77,11 +79,11 @@ def parse_args(argv=None):
     parser.add_argument("--src", help="sentences the clients send, one per line (.gz accepted; default: generated "
                                       "date phrases)")
     parser.add_argument("--max-batch-size", type=int, default=32, help="the servers' --max-batch-size (ours, ct2)")
-    parser.add_argument("--batch-timeout-ms", type=float, default=5.0, help="the servers' --batch-timeout-ms")
-    parser.add_argument("--prime", action=argparse.BooleanOptionalAction, default=True,
-                        help="before the rows, send each server one request per batch size it decodes and sentence "
-                             "length in the set, so that compiling a new shape never lands in a measured row "
-                             "(default on)")
+    parser.add_argument("--batch-timeout-ms", type=float, default=0.0, help="the servers' --batch-timeout-ms (default 0, the server's)")
+    parser.add_argument("--prime", action=argparse.BooleanOptionalAction, default=False,
+                        help="before the rows, also send each server one request per batch size it decodes and "
+                             "sentence length in the set (default off: the server's own warm-up already compiles "
+                             "every batch and width bucket before it listens)")
     parser.add_argument("--request-timeout", type=float, default=120.0, help="client timeout per request, seconds")
     parser.add_argument("--startup-timeout", type=float, default=600.0,
                         help="seconds a server may take to load and warm up before it counts as failed")
@@ -148,16 +150,17 @@ def tail(path, lines=30):
         return "(no log)"
 
 
-def export_ct2(run_dir, work):
-    """The CTranslate2 directory `keras-transformer export RUN --ctranslate2 DIR` writes under `work`."""
-    path = os.path.join(work, "ct2")
-    log = os.path.join(work, "export-ct2.log")
+def export_ct2(run_dir, work, flag="--ctranslate2", name="ct2"):
+    """The directory `keras-transformer export RUN --ctranslate2 DIR` (or `--saved-model DIR`) writes under
+    `work`."""
+    path = os.path.join(work, name)
+    log = os.path.join(work, f"export-{name}.log")
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.run(cli_command("export", run_dir, "--ctranslate2", path, "--overwrite"),
+        process = subprocess.run(cli_command("export", run_dir, flag, path, "--overwrite"),
                                  stdout=out, stderr=subprocess.STDOUT, timeout=1800)
     if process.returncode != 0:
-        raise RuntimeError(f"`keras-transformer export {run_dir} --ctranslate2 {path}` failed (exit "
-                           f"{process.returncode}); ct2 needs a run directory. The end of its output:\n{tail(log)}")
+        raise RuntimeError(f"`keras-transformer export {run_dir} {flag} {path}` failed (exit "
+                           f"{process.returncode}); {name} needs a run directory. The end of its output:\n{tail(log)}")
     return path
 
 
@@ -367,7 +370,7 @@ def ratios_by_clients(rows, clients):
     speed = {(r["engine"], r["clients"]): r["requests_per_s"] for r in rows}
     out = []
     for c in clients:
-        ours, unbatched, ct2 = (speed.get((e, c), math.nan) for e in ENGINES)
+        ours, unbatched, ct2 = (speed.get((e, c), math.nan) for e in ENGINES[:3])
         out.append({"clients": c, "x_unbatched": ratio(ours, unbatched), "x_ct2": ratio(ours, ct2),
                     "ct2_over_ours": ratio(ct2, ours)})
     return out
@@ -498,6 +501,9 @@ def run_table(args, sentences, work):
     if "ct2" in args.engines:
         print(f"Exporting {args.artifact} to CTranslate2 in {work} ...", flush=True)
         artifacts["ct2"] = export_ct2(args.artifact, work)
+    if "saved_model" in args.engines:
+        print(f"Exporting {args.artifact} as a SavedModel in {work} ...", flush=True)
+        artifacts["saved_model"] = export_ct2(args.artifact, work, "--saved-model", "saved_model")
     for engine in args.engines:
         server = Server(engine, artifacts[engine], args, os.path.join(work, f"server-{engine}.log"))
         try:

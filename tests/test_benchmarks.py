@@ -159,25 +159,6 @@ def test_deploy_benchmark_runs_each_engine_against_ctranslate2_for_a_run_and_an_
 
 
 @pytest.mark.slow
-def test_serve_load_benchmark_reports_latency_for_each_engine_mode_and_client_count(tmp_path):
-    pytest.importorskip("ctranslate2")
-    from tests.export.helpers import SENTENCES
-    from tests.export.helpers import write_tiny_run
-
-    run_dir = write_tiny_run(tmp_path / "run")
-    src = tmp_path / "src.txt"
-    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-    out = run_script("serve_load.py", run_dir, "--src", str(src), "--clients", "1", "3", "--seconds", "0.5",
-                     "--max-batch-size", "4", "--engines", "saved_model", "ct2", "--work", str(tmp_path / "work"))
-    for engine in ("saved_model", "ct2"):
-        for mode in ("direct", "batched"):
-            for clients in (1, 3):
-                assert re.search(rf"^{engine}\s+{mode}\s+{clients}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$",
-                                 out, flags=re.M), (engine, mode, clients, out)
-    assert re.search(r"^ct2\s+batched\s+3\s+.*\s1\.00$", out, flags=re.M), out
-
-
-@pytest.mark.slow
 def test_keras_hub_baseline_trains_within_its_budget_and_scores_val_and_test(tmp_path):
     import gzip
     import json

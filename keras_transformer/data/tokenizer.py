@@ -24,6 +24,7 @@ pieces to the previous one.
 import collections
 import json
 import os
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -42,6 +43,9 @@ from keras_transformer.data.words import split_words  # noqa: F401 - re-exported
 _CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.txt"
 _FORMAT = "keras_transformer.SubwordTokenizer"
+
+
+_DETOKENIZE_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
 class SubwordTokenizer(Tokenizer):
@@ -194,6 +198,20 @@ class SubwordTokenizer(Tokenizer):
         ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
         if ids.shape.rank == 1:
             return self.detokenize(tf.expand_dims(ids, 0))[0]
+        if tf.executing_eagerly():
+            # One traced function instead of some thirty eager ops: a server detokenizes every batch. (Cached
+            # outside the module, so that a SavedModel tracking this tokenizer does not save it.)
+            function = _DETOKENIZE_FUNCTIONS.get(self)
+            if function is None:
+                owner = weakref.ref(self)  # the cached function must not keep its key alive
+                function = _DETOKENIZE_FUNCTIONS[self] = tf.function(
+                    lambda rows: owner()._detokenize_rows(rows), input_signature=[tf.TensorSpec([None, None],
+                                                                                                 tf.int32)])
+            return function(ids)
+        return self._detokenize_rows(ids)
+
+    def _detokenize_rows(self, ids):
+        """`detokenize` of int32 `[B, L]` ids, as graph ops."""
         keep = tf.logical_not(
             tf.logical_or(
                 tf.equal(ids, self.pad_id),

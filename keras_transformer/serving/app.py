@@ -63,6 +63,38 @@ async def _read_body(request, limit):
     return b"".join(chunks)
 
 
+class AccessLog:
+    """ASGI middleware: one log line per request (client, method, path, status, sentences, milliseconds), and a
+    JSON 500 for an unexpected failure (the server goes on). Plain ASGI: no extra task or stream per request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        begin = time.perf_counter()
+        state = scope.setdefault("state", {})
+        state["sentences"] = 0
+        status = []
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            if not status:  # nothing sent yet: the client gets a JSON 500
+                await _error(500, "internal error while answering the request (see the server log)")(
+                    scope, receive, sending)
+        client = scope["client"][0] if scope.get("client") else "-"
+        log.info("%s %s %s %d %d sentences %.1f ms", client, scope["method"], scope["path"],
+                 status[0] if status else 500, state["sentences"], 1000 * (time.perf_counter() - begin))
+
+
 def create_app(served, settings=None):
     """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`)."""
     settings = settings or ServerSettings()
@@ -90,19 +122,7 @@ def create_app(served, settings=None):
     async def http_error(request, error):
         return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
 
-    @app.middleware("http")
-    async def log_requests(request, call_next):
-        begin = time.perf_counter()
-        request.state.sentences = 0
-        try:
-            response = await call_next(request)
-        except Exception:  # an unexpected failure: a 500 with the error, and the server goes on
-            log.exception("%s %s failed", request.method, request.url.path)
-            response = _error(500, "internal error while answering the request (see the server log)")
-        client = request.client.host if request.client else "-"
-        log.info("%s %s %s %d %d sentences %.1f ms", client, request.method, request.url.path, response.status_code,
-                 request.state.sentences, 1000 * (time.perf_counter() - begin))
-        return response
+    app.add_middleware(AccessLog)
 
     def route(rest):
         match = _ROUTE.match(rest)

@@ -9,7 +9,9 @@ class ServerSettings:
 
     Attributes:
         max_batch_size: the most sentences decoded together (TF Serving's `max_batch_size`).
-        batch_timeout_ms: how long a batch waits for more requests after its first (`batch_timeout_micros` / 1000).
+        batch_timeout_ms: how long a batch waits for more requests after its first (`batch_timeout_micros` / 1000);
+            0: a batch takes what is queued when the worker is free (requests that arrive while a batch decodes
+            form the next one), so a lone request never waits.
         max_queued: the most sentences waiting; a request beyond it gets 429.
         max_instances: the most sentences in one request (413 above it).
         max_body_bytes: the largest request body (413 above it).
@@ -18,7 +20,7 @@ class ServerSettings:
     """
 
     max_batch_size: int = 32
-    batch_timeout_ms: float = 5.0
+    batch_timeout_ms: float = 0.0
     max_queued: int = 1024
     max_instances: int = 256
     max_body_bytes: int = 1 << 20

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENGINES = ("ours", "ours-unbatched", "ct2")
+ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model")
 CLIENTS = (1, 2)
 
 

@@ -33,3 +33,15 @@ def test_training_the_translator_and_the_export_all_use_it():
     assert "pack_sources(" in inspect.getsource(pipeline._tokenize)
     assert "pack_rows(" in inspect.getsource(translator.pad_source_rows)
     assert "pack_sources(" in inspect.getsource(translator_module.TranslatorModule.encode_text)
+
+
+def test_the_numpy_packer_gives_the_graph_packers_ids_on_random_rows():
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        rows = [list(rng.integers(4, 50, rng.integers(0, 12))) for _ in range(rng.integers(1, 6))]
+        max_length = int(rng.integers(3, 14))
+        start = None if trial % 3 == 0 else 1
+        ids, _ = pack_sources(tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1) if any(rows) else
+                              tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), [0] * len(rows)),
+                              start, 2, max_length)
+        np.testing.assert_array_equal(pack_rows(rows, start, 2, max_length), ids.numpy())
