@@ -79,7 +79,11 @@ def parse_args(argv=None):
     parser.add_argument("--src", help="sentences the clients send, one per line (.gz accepted; default: generated "
                                       "date phrases)")
     parser.add_argument("--max-batch-size", type=int, default=32, help="the servers' --max-batch-size (ours, ct2)")
-    parser.add_argument("--batch-timeout-ms", type=float, default=0.0, help="the servers' --batch-timeout-ms (default 0, the server's)")
+    parser.add_argument("--batch-timeout-ms", type=float, default=0.0,
+                        help="the servers' --batch-timeout-ms (default 0, the server's)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the servers' --threads (default: each engine's own); the clients run on the same "
+                             "cores, so on a small CPU fewer server threads can be faster")
     parser.add_argument("--prime", action=argparse.BooleanOptionalAction, default=False,
                         help="before the rows, also send each server one request per batch size it decodes and "
                              "sentence length in the set (default off: the server's own warm-up already compiles "
@@ -207,7 +211,8 @@ class Server:
         self.max_batch_size = batch = 1 if engine == "ours-unbatched" else args.max_batch_size
         self.command = cli_command("serve", artifact, "--host", "127.0.0.1", "--port", "0", "--model-name", engine,
                                    "--max-batch-size", str(batch), "--batch-timeout-ms", str(args.batch_timeout_ms),
-                                   "--timeout-s", str(args.request_timeout))
+                                   "--timeout-s", str(args.request_timeout),
+                                   *(["--threads", str(args.threads)] if args.threads else []))
         env = dict(os.environ)
         if engine == "ct2":
             # CTranslate2's MKL backend is much slower than its oneDNN one on some AVX-512 CPUs: use the latter.
@@ -515,7 +520,8 @@ def run_table(args, sentences, work):
 
     print(f"\n{args.artifact}; {len(sentences)} sentences, one per request; {args.seconds:g} s per row after "
           f"{args.warmup_seconds:g} s of warm-up; servers: --max-batch-size {args.max_batch_size} (ours, ct2), 1 "
-          f"(ours-unbatched), --batch-timeout-ms {args.batch_timeout_ms:g}; ct2 with CT2_USE_MKL=0, "
+          f"(ours-unbatched), --batch-timeout-ms {args.batch_timeout_ms:g}, --threads {args.threads or 'default'}; "
+          "ct2 with CT2_USE_MKL=0, "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}; CPU: {describe_cpu()}")
     print_rows_table(rows)
     kinds = collections.Counter()

@@ -34,6 +34,15 @@ def cmd_serve(args):
     from keras_transformer.serving import warm_up
     from keras_transformer.serving import warm_up_shapes
 
+    if args.threads:
+        import os
+
+        import tensorflow as tf
+
+        # Before the model loads: TensorFlow's (and XLA's) intra-op pool, and CTranslate2's OpenMP threads.
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     settings = ServerSettings(
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
         max_instances=args.max_instances, max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
@@ -99,6 +108,9 @@ def register(sub, common):
                    help=f"a request not answered in time gets HTTP 504 (default {d.timeout_s:g} s)")
     p.add_argument("--max-streams", type=positive_int, default=d.max_streams,
                    help=f"most :stream requests at once; more get HTTP 429 (default {d.max_streams})")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
+                        "default: the runtime's own, every core); fewer leave cores to other processes")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
                    help="translate a dummy sentence at each batch size before listening, so compiled decoders are "
                         "ready for the first requests (default on)")
