@@ -47,7 +47,7 @@ def export_saved_model(translator, path, verbose=0):
     >>> module = TranslatorModule.from_run(load_run(run_dir), max_length=8)
     >>> path = export_saved_model(module, os.path.join(tmp, "translator"))
     >>> sorted(tf.saved_model.load(path).signatures)[-1]
-    'translate_with_ids'
+    'translate_with_prefix'
     """
     start = time.time()
     # Written beside `path` and renamed into place: a killed export leaves the old SavedModel or none, never half.

@@ -76,11 +76,20 @@ class AccessLog:
         begin = time.perf_counter()
         state = scope.setdefault("state", {})
         state["sentences"] = 0
-        status = []
+        status, logged = [], []
+
+        def log_line():
+            if not logged:  # once, before the response's last bytes go out (a client never sees it first)
+                logged.append(True)
+                client = scope["client"][0] if scope.get("client") else "-"
+                log.info("%s %s %s %d %d sentences %.1f ms", client, scope["method"], scope["path"],
+                         status[0] if status else 500, state["sentences"], 1000 * (time.perf_counter() - begin))
 
         async def sending(message):
             if message["type"] == "http.response.start":
                 status.append(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                log_line()
             await send(message)
 
         try:
@@ -90,9 +99,7 @@ class AccessLog:
             if not status:  # nothing sent yet: the client gets a JSON 500
                 await _error(500, "internal error while answering the request (see the server log)")(
                     scope, receive, sending)
-        client = scope["client"][0] if scope.get("client") else "-"
-        log.info("%s %s %s %d %d sentences %.1f ms", client, scope["method"], scope["path"],
-                 status[0] if status else 500, state["sentences"], 1000 * (time.perf_counter() - begin))
+        log_line()
 
 
 def create_app(served, settings=None):
