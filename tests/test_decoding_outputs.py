@@ -33,6 +33,10 @@ def test_n_best_first_hypothesis_is_beam_searchs_best(translator):
         assert 1 <= len(hyps) <= 3
         scores = [s for _, s in hyps]
         assert scores == sorted(scores, reverse=True) and all(np.isfinite(scores))
+    # One hypothesis of a greedy default is the greedy translation, scored.
+    single = translator.translate_n_best(TEXTS, 1)
+    assert [h[0][0] for h in single] == translator.translate(TEXTS, beam_size=1)
+    assert all(len(h) == 1 for h in single)
     # The beam widens to n_best: 4 hypotheses from a greedy default decode with a beam of 4.
     assert [h[0][0] for h in translator.translate_n_best(TEXTS[:2], 4)] == translator.translate(TEXTS[:2],
                                                                                               beam_size=4)

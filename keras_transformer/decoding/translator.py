@@ -158,10 +158,11 @@ class Translator(BaseTranslator):
                           jit_compile=self.jit_compile)
         return np.asarray(tokens)[: len(rows)], source_ids
 
-    def _search(self, source_ids, sampler, max_length, prefix=None, num_hypotheses=1):
+    def _search(self, source_ids, sampler, max_length, prefix=None, num_hypotheses=1, with_scores=False):
         """Greedy or beam search over `source_ids` (optionally forced through `prefix` int32 `[B, P]`), compiled as
         `translate` is: `(tokens, scores)` as NumPy, `[B, L]` and `[B]` (`[B, n, L]` and `[B, n]` for
-        `num_hypotheses` n > 1; scores `None` for greedy)."""
+        `num_hypotheses` n > 1; scores `None` for greedy decoding, which `with_scores` runs as beam search of
+        width 1, the same tokens)."""
         if isinstance(sampler, RandomSampler) or not isinstance(sampler, (GreedySampler, BeamSampler)):
             raise ValueError(f"n-best lists, target prefixes and alignments decode greedily or by beam search, not "
                              f"with {type(sampler).__name__}")
@@ -172,7 +173,7 @@ class Translator(BaseTranslator):
             inputs["prefix"] = _pad_rows(np.asarray(prefix, dtype="int32"), rows)
         settings = dict(max_length=max_length or self.max_length, start_id=self.target_tokenizer.start_id,
                         end_id=self.target_tokenizer.end_id, force_end=bool(sampler.force_end), stop_early=True)
-        if isinstance(sampler, GreedySampler) and num_hypotheses == 1:
+        if isinstance(sampler, GreedySampler) and num_hypotheses == 1 and not with_scores:
             function = greedy_search
         else:
             function = _beam_search_alpha_input
@@ -225,8 +226,10 @@ class Translator(BaseTranslator):
         results = [[("", 0.0)] for _ in texts]
         for chunk in self._chunks(rows, batch_size, skip=blank):
             source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
-            tokens, scores = self._search(source_ids, sampler, max_length, num_hypotheses=max(n_best, 2))
-            strings = self._detokenize(tokens[:, :n_best].reshape(-1, tokens.shape[-1]))
+            tokens, scores = self._search(source_ids, sampler, max_length, num_hypotheses=n_best, with_scores=True)
+            if n_best == 1:  # beam search returns `[B, L]` and `[B]` for one hypothesis
+                tokens, scores = tokens[:, None], scores[:, None]
+            strings = self._detokenize(tokens.reshape(-1, tokens.shape[-1]))
             for row, i in enumerate(chunk):
                 results[i] = [(strings[row * n_best + h], float(scores[row, h])) for h in range(n_best)
                               if scores[row, h] > loop_ops.NEG / 2]
