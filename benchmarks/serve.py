@@ -58,6 +58,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import print_table  # noqa: E402
 
+from keras_transformer.serving.protocol import json_safe  # noqa: E402
+
 ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model")
 DEFAULT_ARTIFACT = os.path.join("saved_models", "quickstart")
 GOAL_CLIENTS = 16
@@ -154,7 +156,7 @@ def tail(path, lines=30):
         return "(no log)"
 
 
-def export_ct2(run_dir, work, flag="--ctranslate2", name="ct2"):
+def export_artifact(run_dir, work, flag="--ctranslate2", name="ct2"):
     """The directory `keras-transformer export RUN --ctranslate2 DIR` (or `--saved-model DIR`) writes under
     `work`."""
     path = os.path.join(work, name)
@@ -505,10 +507,10 @@ def run_table(args, sentences, work):
     artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact}
     if "ct2" in args.engines:
         print(f"Exporting {args.artifact} to CTranslate2 in {work} ...", flush=True)
-        artifacts["ct2"] = export_ct2(args.artifact, work)
+        artifacts["ct2"] = export_artifact(args.artifact, work)
     if "saved_model" in args.engines:
         print(f"Exporting {args.artifact} as a SavedModel in {work} ...", flush=True)
-        artifacts["saved_model"] = export_ct2(args.artifact, work, "--saved-model", "saved_model")
+        artifacts["saved_model"] = export_artifact(args.artifact, work, "--saved-model", "saved_model")
     for engine in args.engines:
         server = Server(engine, artifacts[engine], args, os.path.join(work, f"server-{engine}.log"))
         try:
@@ -541,7 +543,7 @@ def run_table(args, sentences, work):
 
 def run_soak(args, sentences, work):
     engine = args.engines[0]
-    artifact = export_ct2(args.artifact, work) if engine == "ct2" else args.artifact
+    artifact = export_artifact(args.artifact, work) if engine == "ct2" else args.artifact
     server = Server(engine, artifact, args, os.path.join(work, f"server-{engine}.log"))
     clients = args.soak_clients
     print(f"Soak: {engine} at {clients} clients for {args.soak:g} s after {args.warmup_seconds:g} s of warm-up, the "
@@ -585,17 +587,6 @@ def run_soak(args, sentences, work):
     for line in lines:
         print(line)
     return {"soak": result, "goal_lines": lines, "goals": goals}
-
-
-def json_safe(value):
-    """NaN as null, so the file is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def main(argv=None):
