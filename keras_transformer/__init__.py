@@ -8,13 +8,15 @@ The public API, from text to a deployed model:
     decoding     Translator, greedy_decode, beam_search
     runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
     pretrained   import_marian (OPUS-MT checkpoints -> a run directory), SentencePieceTokenizer
-    task         TransformerSeq2SeqLM (generate, save_to_preset, from_preset: keras-hub's preset layout)
+    keras-hub    TransformerBackbone, TransformerTokenizer, TransformerSeq2SeqLMPreprocessor, TransformerSeq2SeqLM
+                 (keras_hub.models.Seq2SeqLM.from_preset, fit on strings, generate, LoRA, int8, presets)
     export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator,
                  load_translator (any artifact)
 
 `import keras_transformer` registers every class that a saved run refers to (the layers, the model's parts, the
-learning-rate schedule, the loss and the metric), so that `keras.saving.load_model("RUN/model.keras")` opens a run's
-model. This imports Keras, with the backend `KERAS_BACKEND` names: set it before the import, as for Keras itself.
+learning-rate schedule, the loss and the metric, and the keras-hub classes), so that
+`keras.saving.load_model("RUN/model.keras")` opens a run's model and `keras_hub.models.Seq2SeqLM.from_preset(DIR)` a
+preset. This imports Keras, with the backend `KERAS_BACKEND` names: set it before the import, as for Keras itself.
 The `keras-transformer` command is the exception: it imports nothing heavy until its flags are checked (`--help` and
 a bad flag answer at once) and a multi-host run has chosen the JAX backend. The other top-level names load on first
 use.
@@ -51,6 +53,10 @@ _LAZY = {
     "train": ("keras_transformer.training.trainer", "train"),
     "check_settings": ("keras_transformer.validation", "check_settings"),
     "SettingError": ("keras_transformer.validation", "SettingError"),
+    # keras-hub
+    "TransformerBackbone": ("keras_transformer.models", "TransformerBackbone"),
+    "TransformerTokenizer": ("keras_transformer.tasks", "TransformerTokenizer"),
+    "TransformerSeq2SeqLMPreprocessor": ("keras_transformer.tasks", "TransformerSeq2SeqLMPreprocessor"),
     "TransformerSeq2SeqLM": ("keras_transformer.tasks", "TransformerSeq2SeqLM"),
     # Pretrained checkpoints
     "import_marian": ("keras_transformer.importers", "import_marian"),
@@ -88,6 +94,7 @@ _SERIALIZABLE = (
     "keras_transformer.training.schedule",
     "keras_transformer.training.losses",
     "keras_transformer.training.metrics",
+    "keras_transformer.tasks",
 )
 
 

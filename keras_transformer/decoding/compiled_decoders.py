@@ -67,6 +67,11 @@ def use_compiled(jit_compile, encoder_inputs):
     return jit_compile
 
 
+def forget(owner):
+    """Drops the compiled decoders cached for `owner` (after its layers changed, e.g. quantized)."""
+    _CACHE.pop(owner, None)
+
+
 def run_compiled(owner, parts, function, inputs, settings):
     """`function(parts, **inputs, **settings)` through a cached, XLA-compiled Keras predict step.
 

@@ -1,261 +1,272 @@
-"""`TransformerSeq2SeqLM`: a translation model as one object, with keras-hub's task conventions.
+"""`TransformerSeq2SeqLM`: translation as a keras-hub `Seq2SeqLM` task.
 
-It holds the model (the "backbone") and its tokenizers, translates with `generate()`, and saves to and loads from a
-preset directory in keras-hub's layout, so that `keras_hub.upload_preset(uri, directory)` can publish it:
+keras-hub's API works on it as on its own models:
 
-    preset/
-      config.json          the backbone: `keras.saving.serialize_keras_object(model)` (module, class_name, config,
-                           registered_name), the way keras-hub writes a backbone's config
-      model.weights.h5     the backbone's weights
-      task.json            this class, its decoding settings and the model's `TransformerConfig`
-      tokenizer.json       the tokenizers (class, config) and their asset files
-      assets/tokenizer/    source/ (and target/ unless the vocabulary is shared): vocab.txt + tokenizer.json
-      preprocessor.json    how sources are packed (`[START] ids[:max_length - 2] [END]`, 0-padded)
-      metadata.json        keras, keras-transformer (and keras-hub, if installed) versions, parameters, date
+* `keras_hub.models.Seq2SeqLM.from_preset(dir)` loads a preset that `keras-transformer export RUN --preset DIR`
+  (or `save_to_preset`) wrote, once `keras_transformer` is imported (importing it registers the classes);
+* `fit(x=(sources, targets))` trains on raw strings through the `TransformerSeq2SeqLMPreprocessor`;
+* `generate(text)` translates: with the package's samplers (`keras_transformer.decoding.samplers`, the default
+  `GreedySampler`, and `BeamSampler` with the GNMT length penalty) it runs the package's KV-cached decoders; with
+  keras-hub's own samplers (`"greedy"`, `"top_k"`, `"beam"`, ...) it runs keras-hub's sampling loop over
+  `call_with_cache`, one cached decoder step per token;
+* `backbone.enable_lora(rank)`, `quantize("int8")`, `save_to_preset(dir)` and `keras_hub.upload_preset(uri, dir)`.
 
-A preset is written to a temporary directory and renamed into place (never half-written).
+It is also a translator of the package (`translate`, `translate_n_best`, `score`, ... as `load_translator` returns
+for a run), decoding with the compiled decoders of `keras_transformer.decoding.Translator`.
 """
 
-import datetime
-import json
 import os
 
 import keras
+import keras_hub
+from keras import ops
 
 from keras_transformer.atomic import atomic_path
-from keras_transformer.data.tokenizers import load_tokenizer
+from keras_transformer.decoding import compiled_decoders
+from keras_transformer.decoding import loop_ops
+from keras_transformer.decoding import samplers as our_samplers
 from keras_transformer.decoding.base_translator import BaseTranslator
-from keras_transformer.decoding.samplers import get_sampler
-from keras_transformer.decoding.samplers import serialize_sampler
+from keras_transformer.decoding.beam_search import beam_search_with_parts
+from keras_transformer.decoding.greedy import decode_token_by_token
+from keras_transformer.decoding.greedy import greedy_search
+from keras_transformer.decoding.sampling import make_sampler
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import sampler_for
-from keras_transformer.models import TransformerConfig
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.weights.h5"
-TASK_FILE = "task.json"
-TOKENIZER_FILE = "tokenizer.json"
-PREPROCESSOR_FILE = "preprocessor.json"
-METADATA_FILE = "metadata.json"
-TOKENIZER_ASSETS = os.path.join("assets", "tokenizer")
-_REGISTERED_NAME = "keras_transformer>TransformerSeq2SeqLM"
-
-
-class PresetError(ValueError):
-    """A preset directory that cannot be loaded (the message names the file)."""
+from keras_transformer.models import TransformerParts
+from keras_transformer.models.backbone import TransformerBackbone
+from keras_transformer.tasks.preprocessor import TransformerSeq2SeqLMPreprocessor
+from keras_transformer.tasks.presets import OLD_LAYOUT_FIX
+from keras_transformer.tasks.presets import PresetError
+from keras_transformer.tasks.presets import check_preset
+from keras_transformer.tasks.presets import imported_run
+from keras_transformer.tasks.presets import is_checkpoint
+from keras_transformer.tasks.tokenizer import TransformerTokenizer
 
 
-class TransformerSeq2SeqLM(BaseTranslator):
-    """A trained encoder-decoder Transformer with its tokenizers: `generate()` text, save and load presets.
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
+    """An encoder-decoder Transformer with its preprocessor: `fit` on strings, `generate`, presets.
 
     Args:
-        backbone: the `keras.Model` from `build_transformer` (or a loaded run's `model`).
-        source_tokenizer: its source tokenizer (a `SubwordTokenizer`, or an imported checkpoint's
-            `SentencePieceTokenizer`).
-        target_tokenizer: its target tokenizer, of the same kind (the same object for a shared vocabulary).
-        sampler: the default decoding, a `keras_transformer.decoding.samplers` name, dict or object ("greedy").
-        max_length: most output tokens; default the model's `max_length`.
-        model_config: the `TransformerConfig` the backbone was built from (kept in the preset), if known.
+        backbone: a `TransformerBackbone`.
+        preprocessor: a `TransformerSeq2SeqLMPreprocessor`, or `None` (then `fit` and `generate` take ids).
+        sampler: how `generate()` decodes until `compile(sampler=...)` says otherwise: a name, a keras-hub sampler
+            or one of the package's (default: the package's `GreedySampler`).
 
     Example (`run_dir` is a directory written by `train`, `tmp` an empty directory):
 
     >>> task = TransformerSeq2SeqLM.from_run(run_dir)
     >>> path = task.save_to_preset(os.path.join(tmp, "dates-preset"))
-    >>> loaded = TransformerSeq2SeqLM.from_preset(path)
+    >>> loaded = keras_hub.models.Seq2SeqLM.from_preset(path)
     >>> sentence = "the first of May, nineteen ninety-nine"
     >>> loaded.generate(sentence) == task.generate(sentence)
     True
     """
 
-    def __init__(self, backbone, source_tokenizer, target_tokenizer, sampler="greedy", max_length=None,
-                 model_config=None):
+    backbone_cls = TransformerBackbone
+    preprocessor_cls = TransformerSeq2SeqLMPreprocessor
+
+    def __init__(self, backbone, preprocessor=None, sampler=None, **kwargs):
         self.backbone = backbone
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        self.sampler = get_sampler(sampler)
-        self.model_config = model_config
-        self.translator = Translator(backbone, source_tokenizer, target_tokenizer, max_length=max_length)
+        self.preprocessor = preprocessor
+        kwargs.setdefault("compile", False)
+        inputs = backbone.input
+        super().__init__(inputs=inputs, outputs=backbone(inputs), **kwargs)
+        self._default_sampler = our_samplers.serialize_sampler(sampler) if isinstance(
+            sampler, our_samplers.Sampler) else sampler
+        self.compile(sampler=sampler if sampler is not None else our_samplers.GreedySampler())
+
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", sampler="greedy", **kwargs):
+        """keras-hub's `compile`; `optimizer="auto"` is Adam at 1e-4 (fine-tuning a translation model)."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(1e-4)
+        if isinstance(sampler, dict) and sampler.get("class_name") in {c.__name__ for c in
+                                                                       our_samplers.SAMPLERS.values()}:
+            sampler = our_samplers.get_sampler(sampler)
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, sampler=sampler, **kwargs)
+        object.__setattr__(self, "_translator", None)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Construction.
 
     @classmethod
-    def from_run(cls, run, **kwargs):
-        """The task of a `Run` or of a run directory written by `train`."""
+    def from_run(cls, run, sequence_length=None, **kwargs):
+        """The task of a `Run` or of a run directory written by `train` (or `import`); its decoding settings
+        (`decoding.json`) become the default sampler."""
         if isinstance(run, (str, os.PathLike)):
             from keras_transformer.runs.run import load_run
 
             run = load_run(run)
-        return cls(run.model, run.source_tokenizer, run.target_tokenizer, model_config=run.model_config, **kwargs)
+        source = TransformerTokenizer(run.source_tokenizer)
+        target = None
+        if run.target_tokenizer is not run.source_tokenizer:
+            target = TransformerTokenizer(run.target_tokenizer, config_file="target_tokenizer.json")
+        length = sequence_length or run.model.get_config()["max_length"]
+        preprocessor = TransformerSeq2SeqLMPreprocessor(source, target, encoder_sequence_length=length,
+                                                        decoder_sequence_length=length)
+        kwargs.setdefault("sampler", sampler_for(getattr(run, "decoding", None)))
+        return cls(TransformerBackbone.from_model(run.model), preprocessor, **kwargs)
 
-    def generate(self, inputs, sampler=None, max_length=None, batch_size=32):
-        """Translates a string (returns a string) or a list of strings (returns a list), like keras-hub's
-        `Seq2SeqLM.generate`. `sampler` overrides the task's default for this call."""
-        single = isinstance(inputs, (str, bytes))
-        texts = [inputs] if single else list(inputs)
-        outputs = self.translator.translate_with_sampler(texts, self.sampler if sampler is None else sampler,
-                                                         batch_size=batch_size, max_length=max_length)
-        return outputs[0] if single else outputs
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """keras-hub's `from_preset`, plus a pretrained Marian (OPUS-MT) checkpoint: `hf://OWNER/NAME` or a
+        directory in the Hugging Face layout, imported once into a cache and loaded from there.
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
-        """The `translate` of every translator (`BaseTranslator`; what `keras-transformer translate` calls).
-
-        `beam_size` and `length_penalty` `None` decode with the task's `sampler`; otherwise greedy (`beam_size=1`)
-        or beam search (keeping the sampler's length penalty and its rule if it is a `BeamSampler`).
+        Raises:
+            PresetError: a preset of an older layout (one line says how to re-export it), or a damaged one.
         """
-        return self.translator.translate_with_sampler(texts, sampler_for(self.sampler, beam_size, length_penalty),
-                                                      batch_size=batch_size, max_length=max_length, verbose=verbose)
+        if is_checkpoint(preset):
+            return cls.from_run(imported_run(os.fspath(preset)), **kwargs)
+        check_preset(os.fspath(preset))
+        return super().from_preset(os.fspath(preset), load_weights=load_weights, **kwargs)
 
-    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
-        """A heat map of the cross-attention for one sentence (see `Translator.plot_attention`)."""
-        sampler = sampler_for(self.sampler, beam_size)
-        return self.translator.plot_attention(text, path, beam_size=getattr(sampler, "num_beams", 1),
-                                              layer_index=layer_index)
-
-    # ------------------------------------------------------------------------------------------------------------
-    # Presets.
-
-    def save_to_preset(self, preset_dir, overwrite=False):
-        """Writes the task to `preset_dir` in keras-hub's preset layout (see the module's doc); returns the path.
+    def save_to_preset(self, preset_dir, max_shard_size=10, overwrite=False):
+        """keras-hub's `save_to_preset`, written to a temporary directory and renamed into place; returns the path.
 
         Raises:
             FileExistsError: `preset_dir` exists and `overwrite` is not set.
         """
         if os.path.lexists(preset_dir) and not overwrite:
             raise FileExistsError(f"{preset_dir}: exists; pass overwrite=True (--overwrite) to replace it")
-        shared = self.source_tokenizer is self.target_tokenizer
-        sides = ["source"] if shared else ["source", "target"]
         with atomic_path(preset_dir) as temporary:
-            os.makedirs(temporary)
-            _write_json(temporary, CONFIG_FILE, keras.saving.serialize_keras_object(self.backbone))
-            self.backbone.save_weights(os.path.join(temporary, WEIGHTS_FILE))
-            for side in sides:
-                tokenizer = self.source_tokenizer if side == "source" else self.target_tokenizer
-                tokenizer.save(os.path.join(temporary, TOKENIZER_ASSETS, side))
-            kind = type(self.source_tokenizer)
-            _write_json(temporary, TOKENIZER_FILE, {
-                "module": kind.__module__,
-                "class_name": kind.__name__,
-                "config": {"shared": shared},
-                "registered_name": f"keras_transformer>{kind.__name__}",
-                "assets": sorted(os.path.join(TOKENIZER_ASSETS, side, name).replace(os.sep, "/") for side in sides
-                                 for name in os.listdir(os.path.join(temporary, TOKENIZER_ASSETS, side))),
-            })
-            _write_json(temporary, TASK_FILE, {
-                "module": __name__,
-                "class_name": type(self).__name__,
-                "config": {
-                    "sampler": serialize_sampler(self.sampler),
-                    "max_length": self.translator.max_length,
-                    "model": self.model_config.to_dict() if self.model_config is not None else None,
-                },
-                "registered_name": _REGISTERED_NAME,
-            })
-            _write_json(temporary, PREPROCESSOR_FILE, {
-                "source_sequence_length": int(self.translator.parts.max_length),
-                "packer": ("[START] ids[:source_sequence_length - 2] [END], 0-padded"
-                           if self.source_tokenizer.source_start_id is not None
-                           else "ids[:source_sequence_length - 1] [END], 0-padded"),
-                "start_id": self.source_tokenizer.source_start_id,
-                "end_id": self.source_tokenizer.end_id,
-                "pad_id": self.source_tokenizer.pad_id,
-            })
-            _write_json(temporary, METADATA_FILE, _metadata(self.backbone))
+            super().save_to_preset(temporary, max_shard_size=max_shard_size)
         return preset_dir
 
+    def get_config(self):
+        config = super().get_config()
+        sampler = self._default_sampler
+        config["sampler"] = sampler if sampler is None or isinstance(sampler, (str, dict)) else None
+        return config
+
     @classmethod
-    def from_preset(cls, preset_dir, **kwargs):
-        """Loads a task saved by `save_to_preset` (in a fresh process too: the layers register on import), or a
-        pretrained Marian (OPUS-MT) checkpoint: `hf://OWNER/NAME` or a directory in the Hugging Face layout,
-        imported once (`keras_transformer.importers.import_marian`) into a cache (`$KERAS_TRANSFORMER_CACHE`,
-        default `~/.cache/keras_transformer/imported/`) and loaded from there.
+    def from_config(cls, config):
+        if "backbone" not in config and "model" in config:
+            raise PresetError(f"task.json: a preset of an older keras-transformer layout; {OLD_LAYOUT_FIX}")
+        return super().from_config(dict(config))
 
-        Raises:
-            PresetError: a file of the preset is missing or damaged (naming it).
-            CheckpointError: a checkpoint that cannot be imported.
-        """
-        import keras_transformer.models  # noqa: F401 - registers the layers for deserialization
+    # ------------------------------------------------------------------------------------------------------------
+    # Generation.
 
-        if _is_checkpoint(preset_dir):
-            return cls.from_run(_imported_run(os.fspath(preset_dir)), **kwargs)
+    def _parts(self):
+        return TransformerParts.from_model(self.backbone)
 
-        for name in (CONFIG_FILE, WEIGHTS_FILE, TASK_FILE, TOKENIZER_FILE):
-            if not os.path.exists(os.path.join(preset_dir, name)):
-                raise PresetError(f"{os.path.join(preset_dir, name)}: missing; {preset_dir} is not a preset written "
-                                  "by TransformerSeq2SeqLM.save_to_preset")
-        config = _read_json(preset_dir, CONFIG_FILE)
-        task = _read_json(preset_dir, TASK_FILE)
-        tokenizers = _read_json(preset_dir, TOKENIZER_FILE)
-        try:
-            backbone = keras.saving.deserialize_keras_object(config)
-            backbone.load_weights(os.path.join(preset_dir, WEIGHTS_FILE))
-        except Exception as error:  # noqa: BLE001 - Keras and HDF5 errors alike mean a damaged preset
-            raise PresetError(f"{preset_dir}: the model does not load from {CONFIG_FILE} + {WEIGHTS_FILE} "
-                              f"({type(error).__name__}: {str(error).splitlines()[0][:200]})") from None
-        source = load_tokenizer(os.path.join(preset_dir, TOKENIZER_ASSETS, "source"))
-        shared = tokenizers.get("config", {}).get("shared", False)
-        target = source if shared else load_tokenizer(os.path.join(preset_dir, TOKENIZER_ASSETS, "target"))
-        settings = task.get("config", {})
-        model = settings.get("model")
-        arguments = {"sampler": settings.get("sampler", "greedy"), "max_length": settings.get("max_length"),
-                     "model_config": TransformerConfig.from_dict(model) if model else None, **kwargs}
-        return cls(backbone, source, target, **arguments)
+    def generate_step(self, inputs, stop_token_ids=None):
+        """One batch: `{"encoder_inputs", "decoder_token_ids", "decoder_padding_mask"}` -> the same prompt keys,
+        filled in (`[START]` first)."""
+        encoder_inputs = ops.cast(inputs["encoder_inputs"], "int32")
+        prompt = ops.cast(inputs["decoder_token_ids"], "int32")
+        mask = ops.cast(inputs["decoder_padding_mask"], "bool")
+        start, end = self._special_ids()
+        if isinstance(self.sampler, our_samplers.Sampler):
+            length = prompt.shape[1] - 1
+            prefix = ops.where(mask[:, 1:], prompt[:, 1:], 0)
+            tokens = self._our_decode(encoder_inputs, length, start, end, prefix)
+            token_ids = ops.concatenate([prompt[:, :1], ops.cast(tokens, "int32")], axis=1)
+            return {"decoder_token_ids": token_ids, "decoder_padding_mask": ops.not_equal(token_ids, 0)}
+        token_ids = self._keras_hub_decode(encoder_inputs, prompt, mask, start, stop_token_ids)
+        if stop_token_ids is None:
+            return {"decoder_token_ids": token_ids, "decoder_padding_mask": ops.ones_like(token_ids, dtype="bool")}
+        stops = ops.zeros_like(token_ids, dtype="bool")
+        for stop in stop_token_ids:
+            stops = ops.logical_or(stops, ops.equal(token_ids, stop))
+        stops = ops.cast(ops.logical_and(stops, ops.logical_not(mask)), "int32")
+        after = ops.cumsum(stops, axis=-1) - stops  # ends before this position
+        return {"decoder_token_ids": token_ids, "decoder_padding_mask": ops.equal(after, 0)}
 
+    def _special_ids(self):
+        if self.preprocessor is None:
+            return 2, 3
+        target = self.preprocessor.target
+        return target.start_token_id, target.end_token_id
 
-def _write_json(directory, name, value):
-    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
+    def _our_decode(self, encoder_inputs, length, start, end, prefix):
+        """The package's KV-cached decoder for the package's sampler, at full width (keras-hub's generate
+        function compiles it)."""
+        sampler, parts = self.sampler, self._parts()
+        if isinstance(sampler, our_samplers.BeamSampler):
+            tokens, _ = beam_search_with_parts(
+                parts, encoder_inputs, length, start, end, beam_size=sampler.num_beams,
+                length_penalty=sampler.length_penalty, length_penalty_rule=sampler.length_penalty_rule,
+                force_end=sampler.force_end, prefix=prefix)
+            return tokens
+        if isinstance(sampler, our_samplers.GreedySampler):
+            return greedy_search(parts, encoder_inputs, length, start, end, force_end=sampler.force_end,
+                                 prefix=prefix)
+        generator = getattr(sampler, "seed_generator", None)
+        uniforms = keras.random.uniform((ops.shape(encoder_inputs)[0], length), minval=1e-7, maxval=1.0,
+                                        seed=generator if generator is not None else sampler.seed)
+        filters = sampler._filters()
+        choose = make_sampler(parts.vocab_size, uniforms, sampler.temperature, filters.get("top_k"),
+                              filters.get("top_p"))
+        return decode_token_by_token(parts, encoder_inputs, length, start, end, choose, prefix=prefix)
 
+    def _keras_hub_decode(self, encoder_inputs, prompt, mask, start, stop_token_ids):
+        """keras-hub's sampling loop: `next(prompt, cache, index)` runs one cached decoder step for position
+        `index - 1`. The loop starts at position 1, so a longer prompt is read one forced token per step."""
+        parts = self._parts()
+        with loop_ops.weights_read_once(parts):
+            parts = parts.with_loop_invariants()
+            encoded, padding_mask = parts.encode(encoder_inputs)
+            cache = (parts.empty_self_attention_caches(ops.shape(prompt)[0], prompt.shape[1]),
+                     parts.cross_attention_caches(encoded), padding_mask)
+            bias = loop_ops.padding_bias(parts.vocab_size, start)
 
-def _read_json(directory, name):
-    path = os.path.join(directory, name)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise PresetError(f"{path}: damaged or not JSON ({error})") from None
+            def next(prompt, cache, index):
+                self_caches, cross_caches, padding_mask = cache
+                token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])
+                logits, self_caches = parts.decode_step(token, index - 1, self_caches, cross_caches, padding_mask)
+                return logits[:, 0, :] + bias, None, (self_caches, cross_caches, padding_mask)
 
+            return self.sampler(next=next, prompt=prompt, cache=cache, index=1, mask=mask,
+                                stop_token_ids=stop_token_ids, model=self)
 
-def _metadata(backbone):
-    from keras_transformer import __version__
+    def _post_quantize(self, mode, **kwargs):
+        super()._post_quantize(mode, **kwargs)
+        compiled_decoders.forget(self.backbone)
+        object.__setattr__(self, "_translator", None)
 
-    metadata = {
-        "keras_version": keras.version(),
-        "keras_transformer_version": __version__,
-        "parameter_count": backbone.count_params(),
-        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
-    }
-    try:
-        from keras_hub import __version__ as keras_hub_version
+    # ------------------------------------------------------------------------------------------------------------
+    # The package's translator interface (what `load_translator` returns for a preset).
 
-        metadata["keras_hub_version"] = keras_hub_version
-    except ImportError:
-        pass
-    return metadata
+    @property
+    def translator(self):
+        """A `Translator` over the backbone and tokenizers (the package's batched, compiled decoding)."""
+        if getattr(self, "_translator", None) is None:
+            if self.preprocessor is None:
+                raise ValueError("this TransformerSeq2SeqLM has no preprocessor: translating text needs its "
+                                 "tokenizers")
+            source = self.preprocessor.tokenizer.inner
+            default = self.sampler if isinstance(self.sampler, our_samplers.Sampler) else None
+            object.__setattr__(self, "_translator", Translator(
+                self.backbone, source, self.preprocessor.target.inner,
+                max_length=self.preprocessor.decoder_sequence_length, decoding=default))
+        return self._translator
 
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+        """Translations of `texts` (a list of str), decoding as `compile(sampler=...)` set (greedy or beam search
+        of the package) unless `beam_size`/`length_penalty` say otherwise."""
+        sampler = sampler_for(self.translator.decoding, beam_size, length_penalty)
+        return self.translator.translate_with_sampler(texts, sampler, batch_size=batch_size, max_length=max_length,
+                                                      verbose=verbose)
 
-def _is_checkpoint(source):
-    """Whether `source` is a pretrained checkpoint to import (a hub id, or a Hugging Face layout directory)."""
-    from keras_transformer.importers import HUB_PREFIX
+    def supports(self, method):
+        return self.translator.supports(method)
 
-    source = os.fspath(source)
-    return source.startswith(HUB_PREFIX) or (os.path.isfile(os.path.join(source, "config.json"))
-                                             and not os.path.exists(os.path.join(source, TASK_FILE)))
+    def translate_n_best(self, texts, n_best, **kwargs):
+        return self.translator.translate_n_best(texts, n_best, **kwargs)
 
+    def score(self, texts, translations, normalize=False, batch_size=32):
+        return self.translator.score(texts, translations, normalize=normalize, batch_size=batch_size)
 
-def _imported_run(source):
-    """The run directory of an imported checkpoint, imported on first use into the cache."""
-    import hashlib
+    def translate_with_prefix(self, texts, prefixes, **kwargs):
+        return self.translator.translate_with_prefix(texts, prefixes, **kwargs)
 
-    from keras_transformer.importers import import_checkpoint
+    def align(self, texts, **kwargs):
+        return self.translator.align(texts, **kwargs)
 
-    cache = os.environ.get("KERAS_TRANSFORMER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                         "keras_transformer")
-    key = source
-    if "://" not in source:  # a local directory: a changed file is a new import
-        key = os.path.abspath(source) + "".join(
-            f"|{entry.name}:{entry.stat().st_size}:{entry.stat().st_mtime_ns}" for entry in
-            sorted(os.scandir(source), key=lambda entry: entry.name) if entry.is_file())
-    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in source.split("://")[-1].rstrip("/"))[-60:]
-    run_dir = os.path.join(cache, "imported", f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}")
-    if not os.path.exists(os.path.join(run_dir, "model.keras")):
-        import_checkpoint(source, run_dir, overwrite=os.path.isdir(run_dir), verbose=0)
-    return run_dir
+    def stream(self, text, max_length=None, sampler=None):
+        return self.translator.stream(text, max_length=max_length, sampler=sampler)
+
+    def plot_attention(self, text, path, beam_size=None, layer_index=-1):
+        """A heat map of the cross-attention for one sentence (see `Translator.plot_attention`)."""
+        return self.translator.plot_attention(text, path, beam_size=beam_size, layer_index=layer_index)

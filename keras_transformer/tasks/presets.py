@@ -1,0 +1,64 @@
+"""What a preset path may be besides a keras-hub preset: a pretrained checkpoint to import, or an older layout.
+
+* `is_checkpoint(source)`: `hf://OWNER/NAME` or a directory in the Hugging Face layout (a Marian checkpoint);
+  `imported_run(source)` imports it once into a cache (`$KERAS_TRANSFORMER_CACHE`, default
+  `~/.cache/keras_transformer/`) and returns the run directory.
+* `check_preset(path)`: raises `PresetError` in one line for a preset that keras-hub cannot load, naming the file
+  and how to re-export it (a preset of the older layout, whose `config.json` is a plain `TransformerModel`).
+"""
+
+import hashlib
+import json
+import os
+
+OLD_LAYOUT_FIX = "re-export it from its run with `keras-transformer export RUN --preset DIR --overwrite`"
+
+
+class PresetError(ValueError):
+    """A preset directory that cannot be loaded (the message names the file and what to do)."""
+
+
+def is_checkpoint(source):
+    """Whether `source` is a pretrained checkpoint to import (a hub id, or a Hugging Face layout directory)."""
+    from keras_transformer.importers import HUB_PREFIX
+
+    source = os.fspath(source)
+    return source.startswith(HUB_PREFIX) or (os.path.isfile(os.path.join(source, "config.json"))
+                                             and not os.path.exists(os.path.join(source, "task.json")))
+
+
+def imported_run(source):
+    """The run directory of an imported checkpoint, imported on first use into the cache."""
+    from keras_transformer.importers import import_checkpoint
+
+    cache = os.environ.get("KERAS_TRANSFORMER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                         "keras_transformer")
+    key = source
+    if "://" not in source:  # a local directory: a changed file is a new import
+        key = os.path.abspath(source) + "".join(
+            f"|{entry.name}:{entry.stat().st_size}:{entry.stat().st_mtime_ns}" for entry in
+            sorted(os.scandir(source), key=lambda entry: entry.name) if entry.is_file())
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in source.split("://")[-1].rstrip("/"))[-60:]
+    run_dir = os.path.join(cache, "imported", f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}")
+    if not os.path.exists(os.path.join(run_dir, "model.keras")):
+        import_checkpoint(source, run_dir, overwrite=os.path.isdir(run_dir), verbose=0)
+    return run_dir
+
+
+def check_preset(path):
+    """Raises `PresetError` (one line) when the local preset `path` is missing its config or is of the older
+    layout; remote presets and valid ones pass."""
+    if "://" in path:
+        return
+    config_path = os.path.join(path, "config.json")
+    if not os.path.isfile(config_path):
+        raise PresetError(f"{config_path}: missing; {path} is not a preset (write one with "
+                          "`keras-transformer export RUN --preset DIR`)")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise PresetError(f"{config_path}: damaged or not JSON ({error})") from None
+    if isinstance(config, dict) and config.get("registered_name") == "keras_transformer>TransformerModel":
+        raise PresetError(f"{path}: a preset of an older keras-transformer layout (its config.json is a "
+                          f"TransformerModel, not a TransformerBackbone); {OLD_LAYOUT_FIX}")
