@@ -1,7 +1,8 @@
 """Decoding with key/value caches: greedy search, beam search and sampling.
 
 One entry point, `generate(model, encoder_inputs, max_length, start_id, end_id, sampler=...)`, with keras-hub style
-samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`, `RandomSampler`; see `samplers`).
+samplers (`GreedySampler`, `BeamSampler`, `TopKSampler`, `TopPSampler`, `RandomSampler`; see `samplers`), which
+are also `keras_hub.samplers` subclasses.
 
 The public functions take a model from `build_transformer` and return int32 token ids. Each has a
 lower-level twin taking a `TransformerParts` that returns full-width, static-shape outputs, for code
@@ -17,6 +18,7 @@ from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
 from keras_transformer.decoding.samplers import RandomSampler
 from keras_transformer.decoding.samplers import Sampler
+from keras_transformer.decoding.samplers import StochasticSampler
 from keras_transformer.decoding.samplers import TopKSampler
 from keras_transformer.decoding.samplers import TopPSampler
 from keras_transformer.decoding.samplers import generate
@@ -34,6 +36,7 @@ __all__ = [
     "GreedySampler",
     "RandomSampler",
     "Sampler",
+    "StochasticSampler",
     "TopKSampler",
     "TopPSampler",
     "generate",

@@ -13,8 +13,15 @@ config dict (`{"class_name": "BeamSampler", "config": {"num_beams": 4}}`) or an 
 * `TopPSampler(p=0.9, k=None, temperature=1.0, seed=None)`: nucleus sampling.
 * `RandomSampler(temperature=1.0, seed=None)`: draws from the whole distribution.
 
-All of them use the key/value-cached decoders of this package (`greedy`, `beam_search`, `sampling`), keep static
-shapes and run compiled (the default on TensorFlow and JAX) or eagerly (`jit_compile=False`).
+All of them use the key/value-cached decoders of this package (`greedy`, `beam_search`, `sampling`) through
+`sampler.decode(model, encoder_inputs, max_length, start_id, end_id)`, keep static shapes and run compiled (the
+default on TensorFlow and JAX) or eagerly (`jit_compile=False`).
+
+Each is also a subclass of the matching `keras_hub.samplers` class, registered with Keras (package
+`"keras_transformer"`): `keras_hub.samplers.serialize`/`deserialize` round-trip them, and a keras-hub model's
+`compile(sampler=...)` takes them. Called as keras-hub samplers (`sampler(next, prompt, ...)`, one step function
+over a prompt), greedy, random, top-k and top-p sampling mean the same; `BeamSampler` runs there only without a
+length penalty, and `force_end` only in `decode`.
 
 Example:
 
@@ -27,17 +34,34 @@ Example:
 {'num_beams': 2, 'length_penalty': 0.6, 'length_penalty_rule': 'gnmt', 'force_end': False}
 """
 
+import keras
+import keras_hub
+
+from keras_transformer.decoding import arguments
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.beam_search import check_length_penalty_rule
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.sampling import sample_decode
 
+_register = keras.saving.register_keras_serializable(package="keras_transformer")
 
-class Sampler:
-    """A decoding strategy: `sampler(model, encoder_inputs, max_length, start_id, end_id)` -> int32 `[B, L]`."""
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
+class Sampler(keras_hub.samplers.Sampler):
+    """A decoding strategy, and a `keras_hub.samplers.Sampler`.
+
+    `sampler.decode(model, encoder_inputs, max_length, start_id, end_id)` -> int32 `[B, L]` runs this package's
+    key/value-cached decoders over a whole model; `sampler(next, prompt, ...)` is keras-hub's step protocol (what
+    `keras_hub.models.Seq2SeqLM.generate()` calls).
+    """
+
+    def decode(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         raise NotImplementedError
+
+    def __call__(self, next, prompt, *args, **kwargs):
+        if isinstance(next, keras.Model) or hasattr(next, "decode_step"):
+            raise TypeError(f"{type(self).__name__}(next, prompt, ...) is keras-hub's step protocol; decode a model "
+                            "with sampler.decode(model, encoder_inputs, max_length, start_id, end_id)")
+        return super().__call__(next, prompt, *args, **kwargs)
 
     def get_config(self):
         return {}
@@ -51,26 +75,45 @@ class Sampler:
         return f"{type(self).__name__}({arguments})"
 
 
-class GreedySampler(Sampler):
-    """The most likely next token at each step (`greedy_decode`).
+def _refuse_forced_end(sampler):
+    if sampler.force_end:
+        raise ValueError(f"{type(sampler).__name__}(force_end=True) ends rows in keras_transformer's decoders only "
+                         "(sampler.decode, or a keras_transformer.TransformerSeq2SeqLM)")
+
+
+@_register
+class GreedySampler(Sampler, keras_hub.samplers.GreedySampler):
+    """The most likely next token at each step (`greedy_decode`); a `keras_hub.samplers.GreedySampler`.
 
     Args:
-        force_end: a row that reaches the last position ends there (transformers' `forced_eos_token_id`).
+        force_end: a row that reaches the last position ends there (transformers' `forced_eos_token_id`); `decode`
+            only.
     """
 
     def __init__(self, force_end=False):
+        super().__init__()
         self.force_end = bool(force_end)
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
+    def decode(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         return greedy_decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile,
                              force_end=self.force_end)
+
+    def __call__(self, next, prompt, *args, **kwargs):
+        _refuse_forced_end(self)
+        return super().__call__(next, prompt, *args, **kwargs)
 
     def get_config(self):
         return {"force_end": self.force_end}
 
 
-class BeamSampler(Sampler):
+@_register
+class BeamSampler(Sampler, keras_hub.samplers.BeamSampler):
     """Beam search with a length penalty (`beam_search`); the best hypothesis per row.
+
+    A `keras_hub.samplers.BeamSampler`, but keras-hub's step protocol (`sampler(next, prompt, ...)`) has no length
+    penalty: it runs only with `length_penalty=0` (keras-hub's beam search then); with a penalty, decode through
+    `decode` (or a `keras_transformer.TransformerSeq2SeqLM`), and use `keras_hub.samplers.BeamSampler` with other
+    keras-hub models.
 
     Args:
         num_beams: hypotheses kept alive per row (the paper uses 4).
@@ -82,23 +125,55 @@ class BeamSampler(Sampler):
     """
 
     def __init__(self, num_beams=4, length_penalty=0.6, length_penalty_rule="gnmt", force_end=False):
-        self.num_beams = num_beams
+        super().__init__(num_beams=num_beams)
         self.length_penalty = length_penalty
         self.length_penalty_rule = check_length_penalty_rule(length_penalty_rule)
         self.force_end = bool(force_end)
 
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
+    def decode(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
         return beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=self.num_beams,
                            length_penalty=self.length_penalty, jit_compile=jit_compile,
                            length_penalty_rule=self.length_penalty_rule, force_end=self.force_end)
+
+    def __call__(self, next, prompt, *args, **kwargs):
+        if self.length_penalty != 0:
+            raise ValueError("this BeamSampler's length penalty runs in keras_transformer's decoders (sampler.decode, "
+                             "or a keras_transformer.TransformerSeq2SeqLM); use keras_hub.samplers.BeamSampler with "
+                             "other keras-hub models")
+        _refuse_forced_end(self)
+        return super().__call__(next, prompt, *args, **kwargs)
 
     def get_config(self):
         return {"num_beams": self.num_beams, "length_penalty": self.length_penalty,
                 "length_penalty_rule": self.length_penalty_rule, "force_end": self.force_end}
 
 
-class RandomSampler(Sampler):
-    """Draws the next token from the model's distribution, divided by `temperature` (`sample_decode`).
+def _check_seed(seed):
+    if seed is None:
+        return None
+    if not arguments.is_int(seed):
+        raise TypeError(f"`seed` must be a Python int or None; got {seed!r} of type {type(seed).__name__}.")
+    return int(seed)
+
+
+class StochasticSampler(Sampler):
+    """A sampler that draws tokens (`RandomSampler`, `TopKSampler`, `TopPSampler`): `decode` runs `sample_decode`
+    with the sampler's temperature, filters and seed (an int: the same seed, inputs and model give the same
+    tokens; `None`: a fresh seed at each call). keras-hub's step protocol draws from the sampler's
+    `keras.random.SeedGenerator` instead."""
+
+    def _filters(self):
+        return {}
+
+    def decode(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
+        return sample_decode(model, encoder_inputs, max_length, start_id, end_id, temperature=self.temperature,
+                             seed=self.seed, jit_compile=jit_compile, **self._filters())
+
+
+@_register
+class RandomSampler(StochasticSampler, keras_hub.samplers.RandomSampler):
+    """Draws the next token from the model's distribution, divided by `temperature` (`sample_decode`); a
+    `keras_hub.samplers.RandomSampler`.
 
     Args:
         temperature: > 0; below 1 sharpens, above 1 flattens the distribution.
@@ -106,48 +181,39 @@ class RandomSampler(Sampler):
     """
 
     def __init__(self, temperature=1.0, seed=None):
-        self.temperature = temperature
-        self.seed = seed
-
-    def _filters(self):
-        return {}
-
-    def __call__(self, model, encoder_inputs, max_length, start_id, end_id, jit_compile=None):
-        return sample_decode(model, encoder_inputs, max_length, start_id, end_id, temperature=self.temperature,
-                             seed=self.seed, jit_compile=jit_compile, **self._filters())
+        super().__init__(seed=_check_seed(seed), temperature=temperature)
 
     def get_config(self):
         return {"temperature": self.temperature, "seed": self.seed}
 
 
-class TopKSampler(RandomSampler):
-    """Draws among the `k` most likely tokens (keras-hub's `TopKSampler`)."""
+@_register
+class TopKSampler(StochasticSampler, keras_hub.samplers.TopKSampler):
+    """Draws among the `k` most likely tokens; a `keras_hub.samplers.TopKSampler`."""
 
     def __init__(self, k=5, temperature=1.0, seed=None):
-        super().__init__(temperature=temperature, seed=seed)
-        self.k = k
+        super().__init__(k=k, seed=_check_seed(seed), temperature=temperature)
 
     def _filters(self):
         return {"top_k": self.k}
 
     def get_config(self):
-        return {"k": self.k, **super().get_config()}
+        return {"k": self.k, "temperature": self.temperature, "seed": self.seed}
 
 
-class TopPSampler(RandomSampler):
+@_register
+class TopPSampler(StochasticSampler, keras_hub.samplers.TopPSampler):
     """Nucleus sampling: draws among the fewest most likely tokens whose probability reaches `p` (after the `k`
-    most likely ones, if `k` is given), as keras-hub's `TopPSampler`."""
+    most likely ones, if `k` is given); a `keras_hub.samplers.TopPSampler`."""
 
     def __init__(self, p=0.9, k=None, temperature=1.0, seed=None):
-        super().__init__(temperature=temperature, seed=seed)
-        self.p = p
-        self.k = k
+        super().__init__(p=p, k=k, seed=_check_seed(seed), temperature=temperature)
 
     def _filters(self):
         return {"top_p": self.p, "top_k": self.k}
 
     def get_config(self):
-        return {"p": self.p, "k": self.k, **super().get_config()}
+        return {"p": self.p, "k": self.k, "temperature": self.temperature, "seed": self.seed}
 
 
 SAMPLERS = {
@@ -160,7 +226,8 @@ SAMPLERS = {
 
 
 def get_sampler(identifier):
-    """A `Sampler` from a name, a `{"class_name": ..., "config": {...}}` dict, or a `Sampler` (returned as is).
+    """A `Sampler` from a name, a `{"class_name": ..., "config": {...}}` dict (also as `keras_hub.samplers.serialize`
+    writes one of these samplers), or a `Sampler` of this module (returned as is).
 
     Raises:
         ValueError: an unknown name or class, naming the known ones.
@@ -171,10 +238,13 @@ def get_sampler(identifier):
     if isinstance(identifier, str) and identifier in SAMPLERS:
         return SAMPLERS[identifier]()
     if isinstance(identifier, dict) and identifier.get("class_name") in classes:
-        return classes[identifier["class_name"]].from_config(identifier.get("config", {}))
+        name = identifier["class_name"]
+        ours = f"keras_transformer>{name}"  # not another package's class of that name
+        if identifier.get("registered_name", ours) == ours:
+            return classes[name].from_config(identifier.get("config", {}))
     raise ValueError(f"unknown sampler {identifier!r}: expected one of {', '.join(map(repr, SAMPLERS))}, a "
                      f"{{'class_name': ..., 'config': ...}} dict with a class among {', '.join(classes)}, or a "
-                     "Sampler")
+                     "keras_transformer.decoding.samplers.Sampler")
 
 
 def serialize_sampler(sampler):
@@ -196,4 +266,4 @@ def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greed
         jit_compile: `None` (default) compiles the decoding loop with XLA for eager calls on TensorFlow and JAX
             (see `greedy_decode`); `True` always, `False` never.
     """
-    return get_sampler(sampler)(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)
+    return get_sampler(sampler).decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)

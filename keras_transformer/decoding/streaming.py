@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_transformer.decoding import loop_ops
-from keras_transformer.decoding.samplers import RandomSampler
+from keras_transformer.decoding.samplers import StochasticSampler
 from keras_transformer.decoding.sampling import draw_uniforms
 from keras_transformer.decoding.sampling import make_sampler
 
@@ -19,7 +19,8 @@ def stream_translation(parts, source_ids, start, end, max_length, sampler, detok
         source_ids: int32 `[1, S]`, the packed source.
         start, end: the target start and end ids.
         max_length: most output tokens.
-        sampler: a `GreedySampler` or a `RandomSampler` (its seed, temperature and filters).
+        sampler: a `GreedySampler`, or a `StochasticSampler` (`RandomSampler`, `TopKSampler`, `TopPSampler`: its
+            seed, temperature and filters).
         detokenize: int32 `[1, L]` token rows -> a list with their text.
     """
     ops = keras.ops
@@ -28,7 +29,7 @@ def stream_translation(parts, source_ids, start, end, max_length, sampler, detok
     cross_caches = parts.cross_attention_caches(encoded)
     caches = parts.empty_self_attention_caches(1, max_length)
     bias = loop_ops.padding_bias(parts.vocab_size, start)
-    if isinstance(sampler, RandomSampler):
+    if isinstance(sampler, StochasticSampler):
         choose = make_sampler(parts.vocab_size, draw_uniforms(1, max_length, sampler.seed), sampler.temperature,
                               **sampler._filters())
     else:

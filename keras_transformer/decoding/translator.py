@@ -20,8 +20,8 @@ from keras_transformer.decoding.beam_search import next_token_log_probs
 from keras_transformer.decoding.greedy import greedy_search
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
-from keras_transformer.decoding.samplers import RandomSampler
 from keras_transformer.decoding.samplers import Sampler
+from keras_transformer.decoding.samplers import StochasticSampler
 from keras_transformer.decoding.samplers import generate
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.streaming import stream_translation
@@ -163,7 +163,7 @@ class Translator(BaseTranslator):
         `translate` is: `(tokens, scores)` as NumPy, `[B, L]` and `[B]` (`[B, n, L]` and `[B, n]` for
         `num_hypotheses` n > 1; scores `None` for greedy decoding, which `with_scores` runs as beam search of
         width 1, the same tokens)."""
-        if isinstance(sampler, RandomSampler) or not isinstance(sampler, (GreedySampler, BeamSampler)):
+        if not isinstance(sampler, (GreedySampler, BeamSampler)):
             raise ValueError(f"n-best lists, target prefixes and alignments decode greedily or by beam search, not "
                              f"with {type(sampler).__name__}")
         count = source_ids.shape[0]
@@ -342,7 +342,7 @@ class Translator(BaseTranslator):
         the sampler with its seed) gives.
         """
         sampler = GreedySampler() if sampler is None else get_sampler(sampler)
-        if not isinstance(sampler, (GreedySampler, RandomSampler)):
+        if not isinstance(sampler, (GreedySampler, StochasticSampler)):
             raise ValueError(f"streaming decodes greedily or by sampling, not with {type(sampler).__name__}")
         text = _texts([text])[0]
         if is_blank(text):
