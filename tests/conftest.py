@@ -19,7 +19,7 @@ def _clean_keras_state():
 
 # The directories whose tests use keras.ops / Keras APIs only: they run on every Keras backend. Everything else
 # (tf.data pipelines, tokenizers, export, the CLI) is TensorFlow's by design and runs in the TensorFlow pass only.
-BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/backends/")
+BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/backends/", "tests/tasks/")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -30,9 +30,13 @@ def cmd_export(args):
 
         if os.path.lexists(args.preset) and not args.overwrite:
             raise FileExistsError(f"{args.preset}: exists; pass --overwrite to replace it with the new preset")
-        beam_size = args.beam_size or _tuned_beam_size(args.run_dir)
-        sampler = {"class_name": "BeamSampler", "config": {"num_beams": beam_size}} if beam_size > 1 else "greedy"
-        task = TransformerSeq2SeqLM.from_run(args.run_dir, sampler=sampler, max_length=args.max_length)
+        from keras_transformer.decoding.translator import sampler_for
+        from keras_transformer.runs.run import load_run
+
+        run = load_run(args.run_dir)
+        # The run's tuned decoding (decoding.json), with --beam-size and --length-penalty over it.
+        sampler = sampler_for(run.decoding, args.beam_size, args.length_penalty)
+        task = TransformerSeq2SeqLM.from_run(run, sampler=sampler, sequence_length=args.max_length)
         task.save_to_preset(args.preset, overwrite=args.overwrite)
         print(f"Wrote the preset {args.preset} (keras-hub layout). Try: echo 'a sentence' | keras-transformer "
               f"translate {args.preset}")
@@ -42,14 +46,6 @@ def cmd_export(args):
                max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
                overwrite=args.overwrite, jit_compile=args.jit_compile, length_penalty_rule=args.length_penalty_rule)
     return 0
-
-
-def _tuned_beam_size(run_dir):
-    """The beam size `tune` chose for a run (its `decoding.json`), else 1 (greedy)."""
-    from keras_transformer.runs.run import read_decoding_settings
-
-    decoding = read_decoding_settings(run_dir)
-    return decoding.beam_size if decoding is not None else 1
 
 
 def register(sub, common):

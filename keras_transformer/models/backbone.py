@@ -45,6 +45,14 @@ class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
             if mode is not None and layer.quantization_mode is None:
                 layer.quantize(mode)
 
+    def enable_lora(self, rank, target_layer_names=None):
+        """keras-hub's `enable_lora` (LoRA on the attention's `query` and `value` projections), with those
+        projections' biases frozen as well: only the LoRA factors train, and every base weight stays as it was."""
+        super().enable_lora(rank, target_layer_names=target_layer_names)
+        for layer in self._flatten_layers(include_self=False):
+            if getattr(layer, "lora_enabled", False) and getattr(layer, "bias", None) is not None:
+                layer.bias.trainable = False
+
     @classmethod
     def from_model(cls, model):
         """A backbone with the settings and weights of a `TransformerModel` (a run's `model`)."""

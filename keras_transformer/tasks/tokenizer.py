@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from keras_transformer.data.tokenizers import load_tokenizer
 from keras_transformer.data.tokenizers import tokenizer_format
+from keras_transformer.models.backbone import TransformerBackbone
 
 # The files each wrapped tokenizer's `save` writes (keras-hub fetches them one by one from a remote preset).
 _FILES = {
@@ -58,6 +59,8 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
         config_file: the preset file of this tokenizer's config: `tokenizer.json` for the source side,
             `target_tokenizer.json` for a separate target side.
     """
+
+    backbone_cls = TransformerBackbone
 
     def __init__(self, tokenizer=None, kind=None, **kwargs):
         super().__init__(**kwargs)
