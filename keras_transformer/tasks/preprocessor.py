@@ -38,8 +38,8 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         tokenizer: the source side's `TransformerTokenizer` (also the target's when the vocabulary is shared).
         target_tokenizer: the target side's `TransformerTokenizer`, or `None` for a shared vocabulary.
         encoder_sequence_length: the longest packed source (`[START]` and `[END]` included); longer ones are cut.
-        decoder_sequence_length: the longest decoder input (`[START]` included) and, in `generate()`, the most
-            positions generated.
+        decoder_sequence_length: the longest decoder input (`[START]` included) in training, and the most tokens
+            `generate()` produces (its `max_length`).
     """
 
     backbone_cls = TransformerBackbone
@@ -102,16 +102,17 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
     def generate_preprocess(self, x, *, encoder_sequence_length=None, decoder_sequence_length=None,
                             sequence_length=None):
         """Sources (and optional target prompts) -> `{"encoder_inputs", "decoder_token_ids",
-        "decoder_padding_mask"}`: the prompt is `[START]` plus the prompt's tokens, 0-padded to the decoder
-        sequence length (the positions `generate()` fills)."""
+        "decoder_padding_mask"}`: the prompt is `[START]` plus the prompt's tokens, 0-padded to one more than the
+        decoder sequence length (`generate()` fills the positions after `[START]`)."""
         if not self.built:
             self.build(None)
         sources, prompts = self._texts(x, None) if isinstance(x, dict) else (x, None)
         sources = tf.convert_to_tensor(sources, tf.string)
         if prompts is None:
             prompts = tf.fill(tf.shape(sources), "")
+        # `[START]` plus at most `length` tokens: generation fills positions 1..length.
         length = decoder_sequence_length or sequence_length or self.decoder_sequence_length
-        prompt_ids = self.decoder_packer(self.target(prompts), sequence_length=length, add_end_value=False)
+        prompt_ids = self.decoder_packer(self.target(prompts), sequence_length=length + 1, add_end_value=False)
         prompt_ids = tf.cast(prompt_ids, tf.int32)
         return {"encoder_inputs": self.pack_sources(sources, encoder_sequence_length),
                 "decoder_token_ids": prompt_ids, "decoder_padding_mask": prompt_ids != 0}

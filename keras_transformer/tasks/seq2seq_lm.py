@@ -192,9 +192,10 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         if isinstance(sampler, our_samplers.GreedySampler):
             return greedy_search(parts, encoder_inputs, length, start, end, force_end=sampler.force_end,
                                  prefix=prefix)
-        generator = getattr(sampler, "seed_generator", None)
-        uniforms = keras.random.uniform((ops.shape(encoder_inputs)[0], length), minval=1e-7, maxval=1.0,
-                                        seed=generator if generator is not None else sampler.seed)
+        # A seed draws the same numbers every call (as `decode` does); without one, keras-hub's seed generator
+        # (a sampler variable that its compiled generate function carries) moves on with each call.
+        seed = sampler.seed if sampler.seed is not None else sampler.seed_generator
+        uniforms = keras.random.uniform((ops.shape(encoder_inputs)[0], length), minval=1e-7, maxval=1.0, seed=seed)
         filters = sampler._filters()
         choose = make_sampler(parts.vocab_size, uniforms, sampler.temperature, filters.get("top_k"),
                               filters.get("top_p"))
