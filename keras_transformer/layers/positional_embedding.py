@@ -1,6 +1,7 @@
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 POSITION_TYPES = ("sinusoidal", "sinusoidal_concat", "learned", "none")
@@ -108,12 +109,43 @@ class PositionalEmbedding(keras.layers.Layer):
             )
         self.built = True
 
+    def embedding_matrix(self):
+        """The token embedding table `[vocab_size, d_model]`, in float (dequantized after `quantize("int8")`)."""
+        if self.quantization_mode == "int8":
+            return ops.cast(self.embeddings, self.compute_dtype) * ops.cast(self.embeddings_scale, self.compute_dtype)[
+                :, None]
+        return self.embeddings
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """`"int8"`: the token table becomes int8 with one float scale per row (symmetric, absolute maximum), as
+        Keras' `Embedding` quantizes; the tied output projection multiplies by the dequantized table."""
+        if mode != "int8":
+            raise self._quantization_mode_error(mode)
+        table = ops.convert_to_numpy(ops.cast(self.embeddings, "float32"))
+        scale = np.maximum(np.abs(table).max(axis=1), 1e-12) / 127.0
+        del self.embeddings
+        self.embeddings = self.add_weight(name="embeddings", shape=table.shape, initializer="zeros", dtype="int8",
+                                          trainable=False)
+        self.embeddings_scale = self.add_weight(name="embeddings_scale", shape=(table.shape[0],), initializer="ones",
+                                                trainable=False)
+        self.embeddings.assign(np.clip(np.round(table / scale[:, None]), -127, 127).astype("int8"))
+        self.embeddings_scale.assign(scale.astype("float32"))
+        self._is_quantized = True
+        self.dtype_policy = keras.dtype_policies.get(f"int8_from_{self.dtype_policy.name}")
+
+    def _int8_call(self, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
     def call(self, inputs, start_index=0, reverse=False):
         if reverse:
-            kernel = ops.cast(self.embeddings, "float32")
+            kernel = ops.cast(self.embedding_matrix(), "float32")
             return ops.matmul(ops.cast(inputs, "float32"), ops.transpose(kernel))
         ids = ops.cast(inputs, "int32")
-        x = ops.take(self.embeddings, ids, axis=0)
+        if self.quantization_mode == "int8":
+            x = ops.cast(ops.take(self.embeddings, ids, axis=0), self.compute_dtype) * ops.cast(
+                ops.take(self.embeddings_scale, ids, axis=0), self.compute_dtype)[..., None]
+        else:
+            x = ops.take(self.embeddings, ids, axis=0)
         if self.scale:
             x = x * ops.cast(math.sqrt(self.d_model), x.dtype)
         if self.position != "none":

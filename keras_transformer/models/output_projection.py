@@ -8,6 +8,10 @@ class OutputProjection(keras.layers.Dense):
     def compute_mask(self, inputs, mask=None):
         return None
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Keras' `Dense` quantization (which refuses subclasses unless asked not to check the type)."""
+        return super().quantize(mode, type_check=False, config=config)
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class LogitsBias(keras.layers.Layer):

@@ -32,7 +32,7 @@ class TiedOutputProjection:
         return logits if self.bias is None else self.bias(logits)
 
     def hoisted(self):
-        transposed = ops.transpose(ops.cast(self.embedding.embeddings, "float32"))
+        transposed = ops.transpose(ops.cast(self.embedding.embedding_matrix(), "float32"))
         return TiedOutputProjection(self.embedding, transposed, self.bias)
 
 

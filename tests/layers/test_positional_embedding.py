@@ -94,3 +94,31 @@ def test_reverse_projects_to_vocabulary_with_the_embedding_matrix():
     logits = ops.convert_to_numpy(layer(x, reverse=True))
     np.testing.assert_allclose(logits, x @ ops.convert_to_numpy(layer.embeddings).T, rtol=1e-5, atol=1e-5)
     assert logits.dtype == np.float32
+
+
+def test_int8_quantization_keeps_rows_within_half_a_step_and_saves_its_scales(tmp_path):
+    import keras
+
+    layer = PositionalEmbedding(50, 8, position="none", scale=False)
+    layer.build()
+    table = ops.convert_to_numpy(layer.embeddings).copy()
+    ids = np.array([[1, 7, 49, 0]])
+    layer.quantize("int8")
+    assert layer.quantization_mode == "int8" and layer.embeddings.dtype == "int8"
+    step = np.abs(table).max(axis=1) / 127.0
+    rows = ops.convert_to_numpy(layer(ids))[0]
+    assert np.all(np.abs(rows - table[ids[0]]) <= step[ids[0], None] / 2 + 1e-7)
+    x = np.random.rand(1, 2, 8).astype("float32")
+    np.testing.assert_allclose(ops.convert_to_numpy(layer(x, reverse=True)),
+                               x @ ops.convert_to_numpy(layer.embedding_matrix()).T, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError):
+        layer.quantize("int4")
+    # A fresh layer quantized the same way reads the saved int8 table and scales back.
+    path = str(tmp_path / "embedding.weights.h5")
+    model = keras.Sequential([keras.Input((4,), dtype="int32"), layer])
+    model.save_weights(path)
+    again = PositionalEmbedding(50, 8, position="none", scale=False)
+    other = keras.Sequential([keras.Input((4,), dtype="int32"), again])
+    again.quantize("int8")
+    other.load_weights(path)
+    np.testing.assert_array_equal(ops.convert_to_numpy(again(ids)), ops.convert_to_numpy(layer(ids)))

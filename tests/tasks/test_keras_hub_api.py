@@ -164,7 +164,8 @@ def test_int8_generates_as_float32_on_nine_in_ten_sentences(trained, tmp_path):
     int8_outputs = quantized.generate(texts)
     agree = sum(a == b for a, b in zip(int8_outputs, float_outputs))
     assert agree >= 90, f"{agree}/100 sentences equal"
-    assert sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in quantized.backbone.weights) < float_bytes
+    int8_bytes = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in quantized.backbone.weights)
+    assert int8_bytes <= 0.5 * float_bytes, (int8_bytes, float_bytes)
     reloaded = keras_hub.models.Seq2SeqLM.from_preset(quantized.save_to_preset(str(tmp_path / "int8")))
     assert reloaded.backbone.encoder_layers[0].self_attention.query_dense.quantization_mode == "int8"
     assert reloaded.generate(texts[:10]) == int8_outputs[:10]
