@@ -63,6 +63,7 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         self.decoder_packer = keras_hub.layers.StartEndPacker(
             start_value=self.target.start_token_id, end_value=self.target.end_token_id,
             pad_value=self.target.pad_token_id, sequence_length=self.decoder_sequence_length)
+        self.encoder_packer.built = self.decoder_packer.built = True  # no weights; Keras' `quantize` walk asks
         self.built = True
 
     @staticmethod
@@ -103,18 +104,32 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
                             sequence_length=None):
         """Sources (and optional target prompts) -> `{"encoder_inputs", "decoder_token_ids",
         "decoder_padding_mask"}`: the prompt is `[START]` plus the prompt's tokens, 0-padded to one more than the
-        decoder sequence length (`generate()` fills the positions after `[START]`)."""
+        decoder sequence length (`generate()` fills the positions after `[START]`).
+
+        Called eagerly, it runs as one traced function per pair of lengths (a few dozen eager TensorFlow ops cost
+        more than decoding a short sentence)."""
         if not self.built:
             self.build(None)
         sources, prompts = self._texts(x, None) if isinstance(x, dict) else (x, None)
         sources = tf.convert_to_tensor(sources, tf.string)
-        if prompts is None:
-            prompts = tf.fill(tf.shape(sources), "")
-        # `[START]` plus at most `length` tokens: generation fills positions 1..length.
-        length = decoder_sequence_length or sequence_length or self.decoder_sequence_length
-        prompt_ids = self.decoder_packer(self.target(prompts), sequence_length=length + 1, add_end_value=False)
+        prompts = tf.fill(tf.shape(sources), "") if prompts is None else tf.convert_to_tensor(prompts, tf.string)
+        lengths = (encoder_sequence_length or self.encoder_sequence_length,
+                   decoder_sequence_length or sequence_length or self.decoder_sequence_length)
+        if not tf.executing_eagerly() or sources.shape.rank != 1:
+            return self._generate_inputs(sources, prompts, *lengths)
+        functions = self.__dict__.setdefault("_generate_functions", {})
+        if lengths not in functions:
+            spec = tf.TensorSpec([None], tf.string)
+            functions[lengths] = tf.function(lambda a, b: self._generate_inputs(a, b, *lengths),
+                                             input_signature=[spec, spec])
+        return functions[lengths](sources, prompts)
+
+    def _generate_inputs(self, sources, prompts, encoder_length, decoder_length):
+        # `[START]` plus at most `decoder_length` tokens: generation fills positions 1..decoder_length.
+        prompt_ids = self.decoder_packer(self.target(prompts), sequence_length=decoder_length + 1,
+                                         add_end_value=False)
         prompt_ids = tf.cast(prompt_ids, tf.int32)
-        return {"encoder_inputs": self.pack_sources(sources, encoder_sequence_length),
+        return {"encoder_inputs": self.pack_sources(sources, encoder_length),
                 "decoder_token_ids": prompt_ids, "decoder_padding_mask": prompt_ids != 0}
 
     def generate_postprocess(self, x):
@@ -127,6 +142,8 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
 
     def get_config(self):
         config = super().get_config()
+        config["encoder_sequence_length"] = self.encoder_sequence_length
+        config["decoder_sequence_length"] = self.decoder_sequence_length
         config["target_tokenizer"] = (keras.layers.serialize(self.target_tokenizer)
                                       if self.target_tokenizer is not None else None)
         return config

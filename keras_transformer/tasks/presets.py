@@ -1,6 +1,7 @@
 """What a preset path may be besides a keras-hub preset: a pretrained checkpoint to import, or an older layout.
 
-* `is_checkpoint(source)`: `hf://OWNER/NAME` or a directory in the Hugging Face layout (a Marian checkpoint);
+* `is_checkpoint(source)`: a directory in the Hugging Face layout (a Marian checkpoint), or `hf://OWNER/NAME` unless
+  that repository's `config.json` is a keras-hub preset's (`upload_preset` put it there);
   `imported_run(source)` imports it once into a cache (`$KERAS_TRANSFORMER_CACHE`, default
   `~/.cache/keras_transformer/`) and returns the run directory.
 * `check_preset(path)`: raises `PresetError` in one line for a preset that keras-hub cannot load, naming the file
@@ -23,8 +24,30 @@ def is_checkpoint(source):
     from keras_transformer.importers import HUB_PREFIX
 
     source = os.fspath(source)
-    return source.startswith(HUB_PREFIX) or (os.path.isfile(os.path.join(source, "config.json"))
-                                             and not os.path.exists(os.path.join(source, "task.json")))
+    if source.startswith(HUB_PREFIX):
+        return not _is_keras_preset(_hub_config(source))
+    return os.path.isfile(os.path.join(source, "config.json")) and not os.path.exists(os.path.join(source, "task.json"))
+
+
+def _is_keras_preset(config):
+    """Whether a `config.json` is a serialized Keras object (a keras-hub preset) rather than a transformers one."""
+    return isinstance(config, dict) and "registered_name" in config
+
+
+def _hub_config(source):
+    """The `config.json` of a Hugging Face Hub repository (`hf://OWNER/NAME[@REVISION]`), or `None` when it cannot
+    be read here (no `huggingface_hub`, no network): the importer then says what is missing."""
+    from keras_transformer.importers import HUB_PREFIX
+
+    repo, _, revision = source[len(HUB_PREFIX):].partition("@")
+    try:
+        import huggingface_hub
+
+        path = huggingface_hub.hf_hub_download(repo, "config.json", revision=revision or None)
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except Exception:  # noqa: BLE001 - any failure here is reported by the importer, which tries again
+        return None
 
 
 def imported_run(source):

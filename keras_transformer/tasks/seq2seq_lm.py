@@ -101,7 +101,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         target = None
         if run.target_tokenizer is not run.source_tokenizer:
             target = TransformerTokenizer(run.target_tokenizer, config_file="target_tokenizer.json")
-        length = sequence_length or run.model.get_config()["max_length"]
+        decoding_length = getattr(getattr(run, "decoding", None), "max_length", None)
+        length = sequence_length or decoding_length or run.model.get_config()["max_length"]
         preprocessor = TransformerSeq2SeqLMPreprocessor(source, target, encoder_sequence_length=length,
                                                         decoder_sequence_length=length)
         kwargs.setdefault("sampler", sampler_for(getattr(run, "decoding", None)))
@@ -220,6 +221,22 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
 
             return self.sampler(next=next, prompt=prompt, cache=cache, index=1, mask=mask,
                                 stop_token_ids=stop_token_ids, model=self)
+
+    def make_generate_function(self):
+        """keras-hub's compiled generate function, compiled with XLA on TensorFlow whatever the device (keras-hub
+        leaves it to `jit_compile`, which Keras turns off on CPUs): the decoding loop is what XLA fuses best."""
+        if self.generate_function is None and keras.config.backend() == "tensorflow" and not self.run_eagerly:
+            import tensorflow as tf
+
+            self.generate_function = tf.function(self.generate_step, jit_compile=True)
+        return super().make_generate_function()
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """keras-hub's `quantize` (`"int8"`: every Dense layer, the embeddings and the output projection); the
+        preprocessor, which holds no weights, is built first so that Keras' walk over the layers passes it."""
+        if self.preprocessor is not None and not self.preprocessor.built:
+            self.preprocessor.build(None)
+        return super().quantize(mode, config=config, filters=filters, **kwargs)
 
     def _post_quantize(self, mode, **kwargs):
         super()._post_quantize(mode, **kwargs)

@@ -66,6 +66,7 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
         super().__init__(**kwargs)
         self._dtype = "int32"
         object.__setattr__(self, "inner", None)
+        self.built = True  # no weights: nothing to build
         self.kind = kind or "keras_transformer.SubwordTokenizer"
         if tokenizer is not None:
             self.set_tokenizer(tokenizer)

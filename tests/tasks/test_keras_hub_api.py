@@ -56,6 +56,8 @@ def test_from_preset_round_trip_gives_equal_logits(trained, preset):
     assert type(backbone) is TransformerBackbone
     x, _, _ = task.preprocessor((SENTENCES, SENTENCES))
     np.testing.assert_allclose(keras.ops.convert_to_numpy(backbone(x)), _logits(task, SENTENCES), atol=1e-5)
+    assert loaded.preprocessor.encoder_sequence_length == task.preprocessor.encoder_sequence_length
+    assert loaded.preprocessor.decoder_sequence_length == task.preprocessor.decoder_sequence_length
     preprocessor = keras_hub.models.Seq2SeqLMPreprocessor.from_preset(preset)
     assert type(preprocessor) is TransformerSeq2SeqLMPreprocessor
     mine, theirs = preprocessor((SENTENCES, SENTENCES))[0], x
@@ -166,6 +168,9 @@ def test_int8_generates_as_float32_on_nine_in_ten_sentences(trained, tmp_path):
     assert agree >= 90, f"{agree}/100 sentences equal"
     int8_bytes = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in quantized.backbone.weights)
     assert int8_bytes <= 0.5 * float_bytes, (int8_bytes, float_bytes)
+    fresh = keras_hub.models.Seq2SeqLM.from_preset(str(tmp_path / "float"))
+    fresh.quantize("int8")  # before any generate() or fit(): the preprocessor is built for Keras' walk
+    assert fresh.generate(texts[:10]) == int8_outputs[:10]
     reloaded = keras_hub.models.Seq2SeqLM.from_preset(quantized.save_to_preset(str(tmp_path / "int8")))
     assert reloaded.backbone.encoder_layers[0].self_attention.query_dense.quantization_mode == "int8"
     assert reloaded.generate(texts[:10]) == int8_outputs[:10]
@@ -192,3 +197,20 @@ def test_save_to_preset_then_upload_preset(trained, preset, monkeypatch):
     assert metadata["keras_hub_version"] == keras_hub.__version__
     with pytest.raises(FileExistsError, match="overwrite"):
         trained[0].save_to_preset(preset)
+
+
+def test_an_uploaded_preset_loads_from_hf_as_a_preset(trained, preset, monkeypatch):
+    """`hf://OWNER/NAME` holding a keras-hub preset loads through keras-hub (a Marian checkpoint there would be
+    imported): the Hub's file download is mocked by the local preset directory."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+
+    def hf_hub_download(repo_id, filename, revision=None, **kwargs):
+        assert repo_id == "someone/dates"
+        path = os.path.join(preset, filename)
+        if not os.path.exists(path):
+            raise huggingface_hub.errors.EntryNotFoundError(f"{filename} not in {repo_id}")
+        return path
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
+    loaded = TransformerSeq2SeqLM.from_preset("hf://someone/dates")
+    assert loaded.generate(SENTENCES) == trained[0].generate(SENTENCES)
