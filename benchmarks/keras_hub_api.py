@@ -8,9 +8,8 @@ One run directory is loaded once; every engine decodes with its weights in this 
   -> postprocess), with the package's samplers (`GreedySampler()`, the default, and `BeamSampler(num_beams=4)`:
   the package's KV-cached decoders inside `generate_step`) and with keras-hub's (`compile(sampler="greedy")`,
   `keras_hub.samplers.BeamSampler(num_beams=4)`: keras-hub's sampling loop over one cached decoder step per token).
-  The tasks share one backbone (the run's model's weights); each is compiled as `compile()` leaves it
-  (`jit_compile="auto"`: Keras turns XLA off on a machine without an accelerator). `--xla` adds the package's
-  samplers under `compile(sampler=..., jit_compile=True)`.
+  The tasks share one backbone (the run's model's weights); on TensorFlow the task's generate function is
+  XLA-compiled on every device, as the anchor's decoders are.
 
 The sentences (`--sentences`, cycled up to a multiple of every batch size) are split into batches of each
 `--batch-sizes` (1 and 8), one call per batch. Every engine runs one untimed pass first (it compiles every shape it
@@ -21,8 +20,7 @@ same decoding and batch (1.00 = as fast; above 1 slower), `= anchor` the fractio
 A second table splits the default `generate()` call into keras-hub's three stages (preprocess, the compiled generate
 function, postprocess).
 
-int8: a fresh `TransformerSeq2SeqLM.from_run(RUN)` is quantized with `task.quantize("int8")` (after one
-`generate_preprocess` call, which builds the preprocessor's layers: `quantize` refuses a layer not built): the
+int8: a fresh `TransformerSeq2SeqLM.from_run(RUN)` is quantized with `task.quantize("int8")`: the
 bytes of its backbone's weights (size * itemsize, summed) and of `save_to_preset`'s `model.weights.h5` before and
 after, ms per token at batch 8 against the float32 task (default sampler), and the fraction of
 `--agreement-sentences` sentences whose greedy output is the same under int8 as under float32.
@@ -68,8 +66,6 @@ def parse_args(argv=None):
     parser.add_argument("--agreement-sentences", type=int, default=100,
                         help="sentences compared between int8 and float32 greedy outputs")
     parser.add_argument("--int8-batch", type=int, default=8, help="batch size of the int8 timing")
-    parser.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False,
-                        help="also time generate() with the package's samplers under compile(jit_compile=True)")
     parser.add_argument("--skip-beam", action="store_true")
     parser.add_argument("--skip-int8", action="store_true")
     parser.add_argument("--threads", type=int, default=None, help="TensorFlow intra-op threads (default: all)")
@@ -105,27 +101,19 @@ def make_engines(run, args):
     anchor = Translator(run.model, run.source_tokenizer, run.target_tokenizer, decoding=run.decoding)
     default = TransformerSeq2SeqLM.from_run(run, sampler=GreedySampler())
 
-    def task(sampler, xla=False):
-        task = TransformerSeq2SeqLM(default.backbone, default.preprocessor, sampler=sampler)
-        if xla:
-            task.compile(sampler=sampler, jit_compile=True)
-        return task.generate
+    def task(sampler):
+        return TransformerSeq2SeqLM(default.backbone, default.preprocessor, sampler=sampler).generate
 
     beam = args.beam_size
     engines = [("greedy", "anchor: Translator.translate", lambda texts: anchor.translate(texts, beam_size=1)),
                ("greedy", "generate(): ours GreedySampler (default)", default.generate),
                ("greedy", "generate(): keras-hub \"greedy\"", task("greedy"))]
-    if args.xla:
-        engines.append(("greedy", "generate(): ours GreedySampler, XLA", task(GreedySampler(), xla=True)))
     if not args.skip_beam:
         engines += [(f"beam {beam}", f"anchor: translate(beam_size={beam})",
                      lambda texts: anchor.translate(texts, beam_size=beam)),
                     (f"beam {beam}", f"generate(): ours BeamSampler({beam})", task(BeamSampler(num_beams=beam))),
                     (f"beam {beam}", f"generate(): keras-hub BeamSampler({beam})",
                      task(keras_hub.samplers.BeamSampler(num_beams=beam)))]
-        if args.xla:
-            engines.append((f"beam {beam}", f"generate(): ours BeamSampler({beam}), XLA",
-                            task(BeamSampler(num_beams=beam), xla=True)))
     return engines, default
 
 
@@ -251,10 +239,6 @@ def int8_report(run, float_task, texts, agreement_texts, args, target_tokenizer)
     task = TransformerSeq2SeqLM.from_run(run, sampler=GreedySampler())
     with tempfile.TemporaryDirectory(prefix="kt-keras-hub-api-") as work:
         before, h5_before = weight_bytes(task.backbone), preset_bytes(task, os.path.join(work, "float32"))
-        # quantize() also visits the preprocessor's layers and raises at the first one not built yet, the layers
-        # it reached before already quantized: one generate_preprocess call builds them, as generate() would.
-        unbuilt = [layer.name for layer in task._flatten_layers() if not layer.built]
-        task.preprocessor.generate_preprocess(texts[:1])
         task.quantize("int8")
         after, h5_after = weight_bytes(task.backbone), preset_bytes(task, os.path.join(work, "int8"))
     batch = args.int8_batch
@@ -275,7 +259,7 @@ def int8_report(run, float_task, texts, agreement_texts, args, target_tokenizer)
             "bytes_by_dtype_float32": before, "bytes_by_dtype_int8": after, "h5_bytes_float32": h5_before,
             "h5_bytes_int8": h5_after,
             "batch": batch, "timing": timing, "agreement": same / len(agreement_texts),
-            "agreement_sentences": len(agreement_texts), "same": same, "unbuilt_before_quantize": unbuilt}
+            "agreement_sentences": len(agreement_texts), "same": same}
 
 
 # ------------------------------------------------------------------------------------------------------ report
@@ -324,9 +308,6 @@ def print_report(rows, stages, int8, args):
         print(f"int8 weights by dtype: {by_dtype}; int8/float32 ms per token {fmt(int8['ms_ratio'], '.2f')}x")
         print(f"int8 greedy output = float32's: {int8['same']}/{int8['agreement_sentences']} "
               f"({int8['agreement']:.2f})")
-        if int8["unbuilt_before_quantize"]:
-            print(f"note: layers not built in the fresh task, built by one generate_preprocess call before "
-                  f"quantize(): {', '.join(int8['unbuilt_before_quantize'])}")
         goals["int8_half_bytes"] = int8["bytes_ratio"] <= GOAL_INT8_BYTES
         lines.append(f"goal: int8 weights at most {GOAL_INT8_BYTES:g} of float32's: {int8['bytes_ratio']:.2f} in "
                      f"memory, {int8['h5_bytes_ratio']:.2f} in model.weights.h5 "
@@ -357,7 +338,7 @@ def main(argv=None):
     cpu = f"{cpu_model()}, {os.cpu_count()} cores"
     print(f"{args.run}: {len(texts)} sentences per pass, {args.repeats} timed passes (median) after one untimed "
           f"pass per engine; backend {keras.backend.backend()}, keras {keras.__version__}, keras-hub "
-          f"{keras_hub.__version__}; task jit_compile={default.jit_compile}; CPU: {cpu}", flush=True)
+          f"{keras_hub.__version__}; CPU: {cpu}", flush=True)
     started = time.perf_counter()
     rows = speed_rows(engines, texts, args, run.target_tokenizer)
     stages = stage_rows(default, texts, args)
@@ -369,7 +350,7 @@ def main(argv=None):
     goals, lines = print_report(rows, stages, int8, args)
     result = {"config": {**{k: v for k, v in vars(args).items() if k != "json"}, "cpu": cpu,
                          "backend": keras.backend.backend(), "keras": keras.__version__,
-                         "keras_hub": keras_hub.__version__, "jit_compile": bool(default.jit_compile),
+                         "keras_hub": keras_hub.__version__,
                          "timed_sentences": len(texts)},
               "rows": rows, "stages": stages, "int8": int8, "goals": goals, "goal_lines": lines}
     if args.json:

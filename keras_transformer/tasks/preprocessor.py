@@ -136,9 +136,18 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         """`{"decoder_token_ids", "decoder_padding_mask"}` -> target strings (special tokens dropped)."""
         if not self.built:
             self.build(None)
-        ids = tf.convert_to_tensor(keras.ops.convert_to_numpy(x["decoder_token_ids"]), tf.int32)
-        mask = tf.convert_to_tensor(keras.ops.convert_to_numpy(x["decoder_padding_mask"]), tf.bool)
-        return self.target.detokenize(tf.where(mask, ids, 0))  # str / list of str, eagerly
+        ids, mask = x["decoder_token_ids"], x["decoder_padding_mask"]
+        if not tf.is_tensor(ids):
+            ids, mask = keras.ops.convert_to_numpy(ids), keras.ops.convert_to_numpy(mask)
+        ids, mask = tf.cast(ids, tf.int32), tf.cast(mask, tf.bool)
+        if not tf.executing_eagerly():
+            return self.target.inner.detokenize(tf.where(mask, ids, 0))
+        function = self.__dict__.get("_postprocess_function")
+        if function is None:
+            function = self.__dict__["_postprocess_function"] = tf.function(
+                lambda ids, mask: self.target.inner.detokenize(tf.where(mask, ids, 0)),
+                input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.bool)])
+        return [text.decode("utf-8") for text in function(ids, mask).numpy().tolist()]
 
     def get_config(self):
         config = super().get_config()

@@ -76,8 +76,12 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
             sampler, our_samplers.Sampler) else sampler
         self.compile(sampler=sampler if sampler is not None else our_samplers.GreedySampler())
 
-    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", sampler="greedy", **kwargs):
-        """keras-hub's `compile`; `optimizer="auto"` is Adam at 1e-4 (fine-tuning a translation model)."""
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", sampler=None, **kwargs):
+        """keras-hub's `compile`; `optimizer="auto"` is Adam at 1e-4 (fine-tuning a translation model), and
+        `sampler=None` keeps the task's sampler (the package's `GreedySampler` at first), so that compiling for
+        training does not change how `generate()` decodes."""
+        if sampler is None:
+            sampler = getattr(self, "sampler", None) or our_samplers.GreedySampler()
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(1e-4)
         if isinstance(sampler, dict) and sampler.get("class_name") in {c.__name__ for c in
@@ -228,7 +232,16 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         if self.generate_function is None and keras.config.backend() == "tensorflow" and not self.run_eagerly:
             import tensorflow as tf
 
-            self.generate_function = tf.function(self.generate_step, jit_compile=True)
+            functions = {}  # one traced function per input shape: a new batch or source width is not a "retrace"
+
+            def generate_function(inputs, stop_token_ids=None):
+                key = (tuple((name, tuple(value.shape)) for name, value in sorted(inputs.items())),
+                       tuple(stop_token_ids or ()))
+                if key not in functions:
+                    functions[key] = tf.function(self.generate_step, jit_compile=True)
+                return functions[key](inputs, stop_token_ids=stop_token_ids)
+
+            self.generate_function = generate_function
         return super().make_generate_function()
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):

@@ -26,7 +26,7 @@ def trained(run_dir, corpus):
 
     keras.utils.set_random_seed(0)
     task = TransformerSeq2SeqLM.from_run(run_dir)
-    task.compile(optimizer=keras.optimizers.Adam(3e-3), sampler=task.sampler)
+    task.compile(optimizer=keras.optimizers.Adam(3e-3))  # keeps the run's sampler
     pairs = (corpus.sources, corpus.targets)
     before = task.evaluate(x=pairs, batch_size=64, verbose=0)[0]
     history = task.fit(x=pairs, batch_size=32, epochs=EPOCHS, verbose=0)
