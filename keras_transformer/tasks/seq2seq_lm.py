@@ -72,8 +72,6 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         kwargs.setdefault("compile", False)
         inputs = backbone.input
         super().__init__(inputs=inputs, outputs=backbone(inputs), **kwargs)
-        self._default_sampler = our_samplers.serialize_sampler(sampler) if isinstance(
-            sampler, our_samplers.Sampler) else sampler
         self.compile(sampler=sampler if sampler is not None else our_samplers.GreedySampler())
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", sampler=None, **kwargs):
@@ -84,9 +82,9 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
             sampler = getattr(self, "sampler", None) or our_samplers.GreedySampler()
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(1e-4)
-        if isinstance(sampler, dict) and sampler.get("class_name") in {c.__name__ for c in
-                                                                       our_samplers.SAMPLERS.values()}:
-            sampler = our_samplers.get_sampler(sampler)
+        if isinstance(sampler, dict) and not str(sampler.get("module", "")).startswith("keras_hub") and sampler.get(
+                "class_name") in {c.__name__ for c in our_samplers.SAMPLERS.values()}:
+            sampler = our_samplers.get_sampler(sampler)  # a preset's sampler of this package's (else keras-hub's)
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, sampler=sampler, **kwargs)
         object.__setattr__(self, "_translator", None)
 
@@ -138,9 +136,12 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         return preset_dir
 
     def get_config(self):
+        """keras-hub's task config plus the sampler `generate()` decodes with (a preset keeps it)."""
         config = super().get_config()
-        sampler = self._default_sampler
-        config["sampler"] = sampler if sampler is None or isinstance(sampler, (str, dict)) else None
+        if isinstance(self.sampler, our_samplers.Sampler):
+            config["sampler"] = our_samplers.serialize_sampler(self.sampler)
+        else:
+            config["sampler"] = keras_hub.samplers.serialize(self.sampler)
         return config
 
     @classmethod

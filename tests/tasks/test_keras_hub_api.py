@@ -63,6 +63,7 @@ def test_from_preset_round_trip_gives_equal_logits(trained, preset):
     mine, theirs = preprocessor((SENTENCES, SENTENCES))[0], x
     for key in ("encoder_inputs", "decoder_inputs"):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(mine[key]), keras.ops.convert_to_numpy(theirs[key]))
+    assert isinstance(loaded.sampler, GreedySampler)  # the sampler generate() decoded with
     tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
     assert type(tokenizer) is TransformerTokenizer
     assert tokenizer.vocabulary_size() == task.preprocessor.tokenizer.vocabulary_size()
@@ -110,8 +111,14 @@ def test_our_beam_sampler_decodes_as_the_translators_beam_search(trained):
     try:
         task.compile(sampler=BeamSampler(num_beams=3))
         assert task.generate(SENTENCES) == task.translator.translate(SENTENCES, beam_size=3)
+        config = task.get_config()["sampler"]  # what a preset keeps
+        assert config == {"class_name": "BeamSampler", "config": BeamSampler(num_beams=3).get_config()}
+        restored = TransformerSeq2SeqLM.from_config(task.get_config())
+        assert isinstance(restored.sampler, BeamSampler) and restored.sampler.num_beams == 3
         task.compile(sampler=keras_hub.samplers.BeamSampler(num_beams=3))
         assert all(isinstance(text, str) for text in task.generate(SENTENCES))
+        restored = TransformerSeq2SeqLM.from_config(task.get_config())
+        assert type(restored.sampler) is keras_hub.samplers.BeamSampler
         task.compile(sampler=keras_hub.samplers.TopKSampler(k=3, seed=1))
         assert all(isinstance(text, str) for text in task.generate(SENTENCES))
     finally:
