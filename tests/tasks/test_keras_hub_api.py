@@ -223,3 +223,22 @@ def test_an_uploaded_preset_loads_from_hf_as_a_preset(trained, preset, monkeypat
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
     loaded = TransformerSeq2SeqLM.from_preset("hf://someone/dates")
     assert loaded.generate(SENTENCES) == trained[0].generate(SENTENCES)
+
+
+def test_keras_hubs_packer_gives_the_ids_of_the_packages_packer(trained, corpus):
+    """The preprocessor packs with keras-hub's `StartEndPacker`; training and the exports pack with `pack_sources`:
+    the same ids, row for row (the preprocessor pads to a multiple of 16 columns)."""
+    import tensorflow as tf
+
+    from keras_transformer.data.packing import pack_sources
+
+    task, _, _ = trained
+    texts = corpus.sources[:40] + ["", "a " * 60]
+    inner = task.preprocessor.tokenizer.inner
+    ours, _ = pack_sources(inner.tokenize(tf.constant(texts)), inner.source_start_id, inner.end_id,
+                           task.preprocessor.encoder_sequence_length)
+    ours = ours.numpy()
+    theirs = keras.ops.convert_to_numpy(task.preprocessor.pack_sources(texts))
+    assert theirs.shape[1] % 16 == 0 or theirs.shape[1] == task.preprocessor.encoder_sequence_length
+    np.testing.assert_array_equal(theirs[:, : ours.shape[1]], ours)
+    assert not theirs[:, ours.shape[1]:].any()
