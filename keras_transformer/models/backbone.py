@@ -28,6 +28,15 @@ class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
     `token_embedding` is the target-side `PositionalEmbedding` (tied output projections multiply by its matrix).
     `dtype` may be a `keras.dtype_policies.DTypePolicyMap` from a quantized preset: the layers it names are
     quantized before the weights load.
+
+    Example:
+
+    >>> backbone = TransformerBackbone(100, 120, num_layers=1, d_model=32, num_heads=4, d_ff=64)
+    >>> isinstance(backbone, keras_hub.models.Backbone), sorted(backbone.input)
+    (True, ['decoder_inputs', 'encoder_inputs'])
+    >>> backbone.enable_lora(2)
+    >>> sorted({w.path.rsplit("/", 1)[-1] for w in backbone.trainable_weights})
+    ['lora_kernel_a', 'lora_kernel_b']
     """
 
     def __init__(self, *args, dtype=None, **kwargs):

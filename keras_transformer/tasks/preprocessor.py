@@ -40,6 +40,18 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         encoder_sequence_length: the longest packed source (`[START]` and `[END]` included); longer ones are cut.
         decoder_sequence_length: the longest decoder input (`[START]` included) in training, and the most tokens
             `generate()` produces (its `max_length`).
+
+    Example (`run_dir` is a directory written by `train`):
+
+    >>> from keras_transformer import load_run
+    >>> run = load_run(run_dir)
+    >>> preprocessor = TransformerSeq2SeqLMPreprocessor(
+    ...     TransformerTokenizer(run.source_tokenizer),
+    ...     TransformerTokenizer(run.target_tokenizer, config_file="target_tokenizer.json"),
+    ...     encoder_sequence_length=32, decoder_sequence_length=32)
+    >>> x, labels, weights = preprocessor((["the first of May, 1999"], ["1999-05-01"]))
+    >>> sorted(x), x["encoder_inputs"].shape[1] % 16, int(x["decoder_inputs"][0, 0]), int(labels[0, 0]) != 2
+    (['decoder_inputs', 'encoder_inputs'], 0, 2, True)
     """
 
     backbone_cls = TransformerBackbone

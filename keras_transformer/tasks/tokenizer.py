@@ -58,6 +58,14 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
             are read).
         config_file: the preset file of this tokenizer's config: `tokenizer.json` for the source side,
             `target_tokenizer.json` for a separate target side.
+
+    Example (`run_dir` is a directory written by `train`):
+
+    >>> from keras_transformer import load_run
+    >>> tokenizer = TransformerTokenizer(load_run(run_dir).source_tokenizer)
+    >>> ids = tokenizer("the first of May")
+    >>> tokenizer.detokenize(ids)
+    'the first of May'
     """
 
     backbone_cls = TransformerBackbone
