@@ -94,8 +94,16 @@ _SERIALIZABLE = (
     "keras_transformer.training.schedule",
     "keras_transformer.training.losses",
     "keras_transformer.training.metrics",
-    "keras_transformer.tasks",
 )
+
+
+def _tensorflow_importable():
+    """Whether `import tensorflow` can work here (a GPU machine may have only JAX or PyTorch)."""
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"] is not None
+    import importlib.util
+
+    return importlib.util.find_spec("tensorflow") is not None
 
 
 def _started_as_the_command_line():
@@ -108,3 +116,5 @@ if not _started_as_the_command_line():
     for _module in _SERIALIZABLE:
         importlib.import_module(_module)
     del _module
+    if _tensorflow_importable():  # keras-hub's classes, for `from_preset`: their tokenizers are TensorFlow ops
+        importlib.import_module("keras_transformer.tasks")
