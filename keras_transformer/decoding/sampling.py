@@ -27,28 +27,31 @@ def make_sampler(vocab_size, uniforms, temperature=1.0, top_k=None, top_p=None):
     `uniforms` is float32 `[B, max_length]` in `(0, 1)`: the random number each row uses at
     each step (drawn once, before the loop, so the loop body holds no random state).
     """
-    keep_sorted = top_k is not None or top_p is not None
-    k = vocab_size if top_k is None else min(top_k, vocab_size)
-
     def choose(logits, step):
-        uniform = ops.take(uniforms, step, axis=1)
-        scaled = logits / temperature if temperature != 1.0 else logits
-        if not keep_sorted:
-            return _pick_by_cumulative_mass(ops.softmax(scaled, axis=-1), uniform)
-        values, indices = ops.top_k(scaled, k)  # sorted, best first
-        probs = ops.softmax(values, axis=-1)
-        if top_p is not None:
-            # Keep the shortest prefix whose mass reaches top_p: a token stays if the mass
-            # before it is still below top_p (the best token always stays).
-            before = ops.cumsum(probs, axis=-1) - probs
-            probs = ops.where(ops.less(before, top_p), probs, 0.0)
-        picked = _pick_by_cumulative_mass(probs, uniform)
-        return ops.take_along_axis(ops.cast(indices, "int32"), ops.expand_dims(picked, 1), axis=1)[:, 0]
+        return sample_token(logits, ops.take(uniforms, step, axis=1), vocab_size, temperature, top_k, top_p)
 
     return choose
 
 
-def _check_filters(temperature, top_k, top_p):
+def sample_token(logits, uniform, vocab_size, temperature=1.0, top_k=None, top_p=None):
+    """int32 `[B]`: one token per row of `logits` `[B, V]`, drawn with the filters by inverse CDF at `uniform` `[B]`
+    (each row's random number in `(0, 1)`)."""
+    scaled = logits / temperature if temperature != 1.0 else logits
+    if top_k is None and top_p is None:
+        return _pick_by_cumulative_mass(ops.softmax(scaled, axis=-1), uniform)
+    k = vocab_size if top_k is None else min(top_k, vocab_size)
+    values, indices = ops.top_k(scaled, k)  # sorted, best first
+    probs = ops.softmax(values, axis=-1)
+    if top_p is not None:
+        # Keep the shortest prefix whose mass reaches top_p: a token stays if the mass
+        # before it is still below top_p (the best token always stays).
+        before = ops.cumsum(probs, axis=-1) - probs
+        probs = ops.where(ops.less(before, top_p), probs, 0.0)
+    picked = _pick_by_cumulative_mass(probs, uniform)
+    return ops.take_along_axis(ops.cast(indices, "int32"), ops.expand_dims(picked, 1), axis=1)[:, 0]
+
+
+def check_filters(temperature, top_k, top_p):
     temperature = arguments.check_number("temperature", temperature, low=0.0, low_inclusive=False)
     if top_k is not None:
         top_k = arguments.check_positive_int("top_k", top_k)
@@ -76,7 +79,7 @@ def sample_with_parts(
     `seed` uses, so a TFLite model needs `uniforms`. See `sample_decode` for the other arguments.
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
-    temperature, top_k, top_p = _check_filters(temperature, top_k, top_p)
+    temperature, top_k, top_p = check_filters(temperature, top_k, top_p)
     if uniforms is None:
         uniforms = draw_uniforms(ops.shape(encoder_inputs)[0], max_length, seed)
     choose = make_sampler(parts.vocab_size, uniforms, temperature, top_k, top_p)
@@ -148,7 +151,7 @@ def sample_decode(
         - [Holtzman et al., 2020](https://arxiv.org/abs/1904.09751) (nucleus sampling).
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
-    temperature, top_k, top_p = _check_filters(temperature, top_k, top_p)
+    temperature, top_k, top_p = check_filters(temperature, top_k, top_p)
     if seed is None:
         seed = random.randrange(2**31)
     elif not arguments.is_int(seed):

@@ -16,11 +16,24 @@ def masked_fill_value(dtype):
     return -1.0e9
 
 
+def is_per_row(index):
+    """Whether a position argument (`start_index`, `cache_index`, `query_offset`) holds one position per row (an
+    int vector `[B]`) rather than one for the whole batch (a Python int or a scalar tensor)."""
+    return not isinstance(index, int) and len(getattr(index, "shape", ())) == 1
+
+
 def causal_mask(query_length, key_length, query_offset=0):
-    """Boolean ``[Tq, Tk]`` lower-triangular mask: query ``i`` sees keys ``<= i + query_offset``."""
-    rows = ops.expand_dims(ops.arange(query_length, dtype="int32") + query_offset, -1)
+    """Boolean lower-triangular mask: query ``i`` sees keys ``<= i + query_offset``.
+
+    ``[Tq, Tk]`` for one offset (a Python int or a scalar tensor); ``[B, Tq, Tk]`` for an int ``[B]`` offset, one
+    per row (rows decoding at different depths).
+    """
+    rows = ops.arange(query_length, dtype="int32")
     cols = ops.expand_dims(ops.arange(key_length, dtype="int32"), 0)
-    return ops.greater_equal(rows, cols)
+    if is_per_row(query_offset):
+        rows = ops.expand_dims(ops.expand_dims(rows, 0) + ops.expand_dims(ops.cast(query_offset, "int32"), 1), -1)
+        return ops.greater_equal(rows, ops.expand_dims(cols, 0))
+    return ops.greater_equal(ops.expand_dims(rows + query_offset, -1), cols)
 
 
 def merge_attention_masks(
@@ -36,8 +49,9 @@ def merge_attention_masks(
     """Combine padding, explicit and causal masks into one boolean ``[B, Tq, Tk]`` mask, or ``None``.
 
     ``query_mask`` is ``[B, Tq]``, ``key_mask`` is ``[B, Tk]``, ``attention_mask`` is ``[B, Tq, Tk]``
-    (or broadcastable to it). Query padding rows are masked too, so padded positions attend to nothing
-    real; their outputs are then zeroed by the Keras mask downstream and never reach a real position.
+    (or broadcastable to it); ``query_offset`` is one position or an int ``[B]``, one per row. Query padding rows
+    are masked too, so padded positions attend to nothing real; their outputs are then zeroed by the Keras mask
+    downstream and never reach a real position.
     """
     mask = None
     if key_mask is not None:
@@ -49,7 +63,8 @@ def merge_attention_masks(
         a = ops.cast(attention_mask, "bool")
         mask = a if mask is None else ops.logical_and(mask, a)
     if use_causal_mask:
-        c = ops.expand_dims(causal_mask(query_length, key_length, query_offset), 0)
+        c = causal_mask(query_length, key_length, query_offset)
+        c = c if is_per_row(query_offset) else ops.expand_dims(c, 0)
         mask = c if mask is None else ops.logical_and(mask, c)
     if mask is None:
         return None

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_transformer.layers.hash_dropout import HashDropout
+from keras_transformer.layers.masking import is_per_row
 from keras_transformer.layers.masking import masked_fill_value
 from keras_transformer.layers.masking import merge_attention_masks
 from keras_transformer.layers.rotary_embedding import RotaryEmbedding
@@ -64,7 +65,8 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: bool. Block attention from each position to later positions.
         cache: `(keys, values)`, each `[batch, num_heads, cache_length, key_dim]`, or one stacked
             `[batch, 2, num_heads, cache_length, key_dim]` tensor (see above).
-        cache_index: int or scalar int tensor. Where the new positions go in the cache.
+        cache_index: int or scalar int tensor, where the new positions go in the cache; or an int `[batch]`
+            tensor, one position per row (one query position per call), for rows decoding at different depths.
         return_attention_scores: bool. Also return the attention weights
             `[batch, num_heads, query_length, value_length]`.
         training: bool. Dropout is active only in training.
@@ -229,7 +231,10 @@ class MultiHeadAttention(keras.layers.Layer):
                 new_k = self.rotary(new_k, start_index=cache_index)
             zero = ops.zeros((), dtype="int32")
             index = ops.cast(cache_index, "int32")
-            if isinstance(cache, (tuple, list)):
+            if is_per_row(cache_index):
+                cache = self._write_per_row(cache, new_k, new_v, index)
+                k, v = _cache_pair(cache)
+            elif isinstance(cache, (tuple, list)):
                 start = (zero, zero, index, zero)
                 k = ops.slice_update(cache[0], start, ops.cast(_heads_first(new_k), cache[0].dtype))
                 v = ops.slice_update(cache[1], start, ops.cast(_heads_first(new_v), cache[1].dtype))
@@ -260,6 +265,27 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             results.append(cache)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _write_per_row(self, cache, new_k, new_v, index):
+        """The cache with each row's one new key/value written at that row's own position `index` `[B]`: one
+        scatter per tensor (in place inside a compiled loop or a donated buffer), not a pass over the cache."""
+        if new_k.shape[1] is not None and new_k.shape[1] != 1:
+            raise ValueError("A `cache_index` per row decodes one position per call; got "
+                             f"{new_k.shape[1]} query positions.")
+        stacked = not isinstance(cache, (tuple, list))
+        keys, values = _cache_pair(cache)
+        batch, heads = ops.shape(keys)[0], ops.shape(keys)[1]
+        rows = ops.repeat(ops.arange(batch, dtype="int32"), heads)
+        head = ops.tile(ops.arange(heads, dtype="int32"), [batch])
+        slot = ops.repeat(ops.minimum(index, ops.shape(keys)[2] - 1), heads)
+        where = ops.stack([rows, head, slot], axis=1)  # [B * heads, 3]
+
+        def write(tensor, new):
+            update = ops.reshape(ops.cast(new, tensor.dtype), (-1, ops.shape(tensor)[-1]))  # [B * heads, d]
+            return ops.scatter_update(tensor, where, update)
+
+        keys, values = write(keys, new_k), write(values, new_v)
+        return ops.stack([keys, values], axis=1) if stacked else (keys, values)
 
     def _attend_fused(self, q, k, v, mask):
         # q, k, v: [B, T, heads, d]; the mask [B, Tq, Tk] broadcasts over the heads.

@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_transformer.layers.masking import is_per_row
+
 POSITION_TYPES = ("sinusoidal", "sinusoidal_concat", "learned", "none")
 
 
@@ -53,7 +55,8 @@ class PositionalEmbedding(keras.layers.Layer):
 
     Call arguments:
         inputs: int ids `[batch, length]`, or with `reverse=True` floats `[batch, length, d_model]`.
-        start_index: int or scalar int tensor. Position of the first token (for cached decoding).
+        start_index: int or scalar int tensor, the position of the first token (for cached decoding); or an int
+            `[batch]` tensor, one first position per row (rows decoding at different depths).
         reverse: bool. Project features back to vocabulary logits with the embedding matrix.
 
     Example:
@@ -156,13 +159,23 @@ class PositionalEmbedding(keras.layers.Layer):
                     f"Sequence length {static_length} exceeds max_length={self.max_length} of the "
                     "learned position table; truncate inputs or use position='sinusoidal'."
                 )
-            positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
-            if self.position.startswith("sinusoidal"):
-                pos = sinusoidal_encoding(positions, self.d_model, concat=self.position == "sinusoidal_concat")
-            else:
-                pos = ops.take(self.position_embeddings, positions, axis=0)
-            x = x + ops.cast(pos, x.dtype)[None]
+            x = x + ops.cast(self._position_encoding(length, start_index), x.dtype)
         return x
+
+    def _position_encoding(self, length, start_index):
+        """`[1, T, d]` for one start position, `[B, T, d]` for an int `[B]` of them (one per row)."""
+        positions = ops.arange(length, dtype="int32")
+        per_row = is_per_row(start_index)
+        if per_row:
+            rows = ops.expand_dims(ops.cast(start_index, "int32"), 1) + ops.expand_dims(positions, 0)
+            positions = ops.reshape(rows, (-1,))
+        else:
+            positions = positions + ops.cast(start_index, "int32")
+        if self.position.startswith("sinusoidal"):
+            pos = sinusoidal_encoding(positions, self.d_model, concat=self.position == "sinusoidal_concat")
+        else:
+            pos = ops.take(self.position_embeddings, positions, axis=0)
+        return ops.reshape(pos, (-1, length, self.d_model)) if per_row else pos[None]
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero or len(inputs.shape) != 2:

@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from keras_transformer.layers.masking import is_per_row
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class RotaryEmbedding(keras.layers.Layer):
@@ -16,7 +18,7 @@ class RotaryEmbedding(keras.layers.Layer):
     Call arguments:
         inputs: float tensor `[batch, length, num_heads, head_dim]` (`head_dim` even).
         start_index: int or scalar int tensor. Absolute position of `inputs[:, 0]` (used when
-            decoding one token at a time with a cache).
+            decoding one token at a time with a cache); or an int `[batch]` tensor, one per row.
 
     Example:
 
@@ -41,13 +43,18 @@ class RotaryEmbedding(keras.layers.Layer):
                 f"RotaryEmbedding needs an even, known head dimension; got {head_dim}."
             )
         length = ops.shape(inputs)[1]
-        positions = ops.cast(ops.arange(length) + start_index, "float32")
         inv_freq = 1.0 / (
             self.max_wavelength
             ** (ops.arange(0, head_dim, 2, dtype="float32") / float(head_dim))
         )
-        angles = ops.einsum("t,f->tf", positions, inv_freq)  # [T, D/2]
-        angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]
+        if is_per_row(start_index):  # one first position per row: [B, T, D/2]
+            positions = ops.expand_dims(ops.cast(start_index, "int32"), 1) + ops.arange(length, dtype="int32")[None]
+            angles = ops.einsum("bt,f->btf", ops.cast(positions, "float32"), inv_freq)
+            angles = ops.concatenate([angles, angles], axis=-1)[:, :, None, :]
+        else:
+            positions = ops.cast(ops.arange(length) + start_index, "float32")
+            angles = ops.einsum("t,f->tf", positions, inv_freq)  # [T, D/2]
+            angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]
         cos = ops.cast(ops.cos(angles), inputs.dtype)
         sin = ops.cast(ops.sin(angles), inputs.dtype)
         half = head_dim // 2

@@ -133,6 +133,9 @@ class TransformerParts:
     def decode_step(self, token_ids, index, self_caches, cross_caches, encoder_padding_mask):
         """Decode positions `index...` given their input ids `[B, t]` (t is usually 1).
 
+        `index` is one position for the whole batch (an int or a scalar tensor), or an int `[B]` tensor, one position
+        per row (with `t == 1`): rows at different depths then share one step (`SlotEngine`).
+
         Returns `(logits [B, t, vocab] float32, new self-attention caches)`.
         """
         y = self.decoder_embedding(ops.cast(token_ids, "int32"), start_index=index)

@@ -1,0 +1,462 @@
+"""Continuous batching: a fixed number of decoding slots that sentences enter and leave between steps.
+
+The whole-loop decoders (`greedy_decode`, `beam_search`, `sample_decode`) take a batch, decode it until its longest
+row ends, and only then take the next batch: a row that has ended still pays for every later step, and a sentence
+that arrives while a batch runs waits for all of it. A `SlotEngine` keeps `slots` rows on the device instead, each
+at its own position (the decoder step takes one position per row):
+
+    step        1   2   3   4   5   6   7   8   9
+    slot 0      A   A   A   A   A   A   E   E   E     a sentence that ends frees its slot at once,
+    slot 1      B   B   B   D   D   D   D   D   D     and a waiting sentence takes it before the next step
+    slot 2      C   C   C   C   C   F   F   F   .
+    slot 3      .   .   G   G   G   G   G   G   G     one that arrives mid-run joins at the next step
+
+- `submit` queues a sentence (its source ids; optionally a forced target prefix, and the random numbers it samples
+  with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
+  cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
+  compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
+- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions, and the sources are padded to a
+  width from `source_buckets` (the smallest that holds every live source; the cross-attention caches grow and
+  shrink between steps). The step compiles once per width, the insert once per width and per insert size (powers
+  of four up to `slots`); `warm_up()` compiles them all, after which nothing compiles.
+- TensorFlow compiles with XLA (`tf.function(jit_compile=True)`), JAX with `jax.jit` and the self-attention caches
+  donated (written in place); PyTorch runs the same functions eagerly.
+
+Greedy search and sampling (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`) decode per slot, with
+forced prefixes; a sentence gives the same tokens as the whole-loop decoder gives it, alone or in any batch
+(sampling: with the same random numbers, `uniforms`). Beam search and n-best lists use the whole-loop decoders.
+"""
+
+import collections
+import itertools
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_transformer.decoding import arguments
+from keras_transformer.decoding import loop_ops
+from keras_transformer.decoding.sampling import check_filters
+from keras_transformer.decoding.sampling import draw_uniforms
+from keras_transformer.decoding.sampling import sample_token
+from keras_transformer.models.ensemble import EnsembleParts
+
+DEFAULT_SOURCE_BUCKETS = (8, 16, 32, 64, 128, 256, 512)
+
+
+class SlotRequest:
+    """One sentence in a `SlotEngine`: its source ids, options, and (once `done`) its output `tokens` (int32,
+    `end_id` last when the sentence ended within `max_length`). `tokens_so_far` grows while it decodes."""
+
+    _ids = itertools.count()
+
+    def __init__(self, source, prefix, uniforms, on_tokens):
+        self.id = next(SlotRequest._ids)
+        self.source = source
+        self.prefix = prefix
+        self.uniforms = uniforms
+        self.on_tokens = on_tokens
+        self.tokens_so_far = []
+        self.slot = None
+        self.done = False
+        self.cancelled = False
+
+    @property
+    def tokens(self):
+        return np.asarray(self.tokens_so_far, dtype="int32")
+
+    def __repr__(self):
+        state = "done" if self.done else "cancelled" if self.cancelled else "waiting" if self.slot is None else \
+            f"in slot {self.slot}"
+        return f"SlotRequest(id={self.id}, {len(self.source)} source ids, {len(self.tokens_so_far)} tokens, {state})"
+
+
+def _settings_of(sampler):
+    """`(temperature, top_k, top_p, force_end)` of a greedy or sampling sampler; `None` filters for greedy."""
+    from keras_transformer.decoding.samplers import BeamSampler
+    from keras_transformer.decoding.samplers import GreedySampler
+    from keras_transformer.decoding.samplers import StochasticSampler
+    from keras_transformer.decoding.samplers import get_sampler
+
+    sampler = get_sampler(sampler)
+    if isinstance(sampler, BeamSampler):
+        raise ValueError("SlotEngine decodes greedily or by sampling; beam search (and n-best lists) run in the "
+                         "whole-loop decoders (`generate(..., sampler=BeamSampler(...))`).")
+    if isinstance(sampler, GreedySampler):
+        return None, sampler.force_end
+    if isinstance(sampler, StochasticSampler):
+        filters = sampler._filters()
+        return check_filters(sampler.temperature, filters.get("top_k"), filters.get("top_p")), False
+    raise ValueError(f"SlotEngine cannot decode with {type(sampler).__name__}: it takes greedy or sampling "
+                     "samplers (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`).")
+
+
+def _variables(parts):
+    return list({id(v): v for layer in loop_ops.parts_layers(parts) for v in layer.weights}.values())
+
+
+def _compile(parts, function, donate=()):
+    """`function(*args)` compiled by the backend: XLA on TensorFlow, `jax.jit` on JAX with the weights passed as
+    arguments and the arguments at `donate` donated; on PyTorch the function itself, without autograd."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, jit_compile=True, autograph=False)
+    variables = _variables(parts)
+    if backend == "jax":
+        import jax
+
+        def pure(weights, *args):
+            with keras.StatelessScope(state_mapping=list(zip(variables, weights))):
+                return function(*args)
+
+        jitted = jax.jit(pure, donate_argnums=tuple(i + 1 for i in donate))
+        return lambda *args: jitted([v.value for v in variables], *args)
+
+    def eager(*args):
+        import torch
+
+        with torch.no_grad():
+            return function(*args)
+
+    return eager
+
+
+class SlotEngine:
+    """A fixed number of decoding slots that sentences enter and leave between steps (continuous batching).
+
+    Args:
+        model: a model from `build_transformer` (or loaded back from `.keras`), or its `TransformerParts`.
+        max_length: Python int. Most tokens a sentence decodes (`end_id` included); the caches' length.
+        start_id: Python int. The first decoder input.
+        end_id: Python int. The id that ends a sentence.
+        slots: Python int. Rows decoded together (the batch the step runs at).
+        sampler: `"greedy"` (default), a `GreedySampler` (its `force_end`) or a sampling sampler (`RandomSampler`,
+            `TopKSampler`, `TopPSampler`; each sentence samples with its own random numbers, see `submit`).
+        steps_per_call: Python int. Tokens each slot advances per compiled call: more calls fewer dispatches,
+            but a sentence that ends inside a call holds its slot until the call returns.
+        source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
+            refused. Default powers of two from 8 up to the model's `max_length`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_transformer import build_transformer
+    >>> model = build_transformer(50, 50, num_layers=1, d_model=16, num_heads=2, d_ff=32)
+    >>> engine = SlotEngine(model, max_length=8, start_id=1, end_id=2, slots=2)
+    >>> outputs = engine.run([np.array([5, 6, 7]), np.array([8, 9]), np.array([10, 11, 12, 13])])
+    >>> len(outputs), all(1 <= len(tokens) <= 8 for tokens in outputs)
+    (3, True)
+    """
+
+    def __init__(self, model, max_length, start_id, end_id, slots=32, sampler="greedy", steps_per_call=1,
+                 source_buckets=None):
+        parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
+        if isinstance(parts, EnsembleParts):
+            raise ValueError("SlotEngine decodes one model; ensembles decode with the whole-loop decoders.")
+        self.parts = parts
+        self.max_length, self.start_id, self.end_id = max_length, start_id, end_id
+        self.slots = arguments.check_positive_int("slots", slots)
+        self.steps_per_call = arguments.check_positive_int("steps_per_call", steps_per_call)
+        self.filters, self.force_end = _settings_of(sampler)
+        if source_buckets is None:
+            limit = max(8, int(parts.max_length))
+            source_buckets = [b for b in DEFAULT_SOURCE_BUCKETS if b < limit] + [limit]
+        self.source_buckets = tuple(sorted({arguments.check_positive_int("source_buckets", b)
+                                            for b in source_buckets}))
+        self.insert_sizes = tuple(4 ** i for i in range(16) if 4 ** i <= self.slots)
+        self.waiting = collections.deque()
+        self.requests = [None] * self.slots  # the request in each slot
+        self.compiled_shapes = set()  # (kind, width[, size]) traced so far
+        self._positions = np.zeros(self.slots, "int32")
+        self._last = np.full(self.slots, start_id, "int32")
+        self._width = None
+        self._self_caches = None
+        self._cross_caches = None
+        self._source_mask = None
+        self._steps = {}
+        self._inserts = {}
+
+    # Queue and slots.
+
+    def submit(self, source, prefix=None, uniforms=None, seed=None, on_tokens=None):
+        """Queue one sentence; it enters a free slot at the next `step`. Returns its `SlotRequest`.
+
+        Args:
+            source: int source ids `[S]` (a trailing 0 padding is dropped), at most the largest source bucket.
+            prefix: optional int `[P]`, `P < max_length`: the sentence's first output tokens, forced.
+            uniforms: sampling only, float32 `[max_length]` in `(0, 1)`: the random number for each position (the
+                row of `sample_decode`'s numbers that gives its tokens); default drawn from `seed`.
+            seed: sampling only, Python int for the default `uniforms` (`None`: a fresh seed).
+            on_tokens: optional callable `(request, new_tokens)`, called after each step that gave it tokens.
+        """
+        source = np.asarray(source).astype("int32").reshape(-1)
+        nonzero = np.flatnonzero(source)
+        source = source[: nonzero[-1] + 1] if nonzero.size else source[:0]
+        if source.size == 0:
+            raise ValueError("A sentence to decode needs at least one source id (0 is padding).")
+        if source.size > self.source_buckets[-1]:
+            raise ValueError(f"The source has {source.size} ids; this engine holds at most "
+                             f"{self.source_buckets[-1]} (its largest source bucket).")
+        if prefix is not None:
+            prefix = np.asarray(prefix).astype("int32").reshape(-1)
+            if prefix.size >= self.max_length or np.any(prefix <= 0):
+                raise ValueError(f"A prefix holds 1 to {self.max_length - 1} ids, none of them 0; got "
+                                 f"{prefix.tolist()}.")
+        if self.filters is not None:
+            if uniforms is None:
+                seed = int(np.random.randint(2**31)) if seed is None else seed
+                uniforms = ops.convert_to_numpy(draw_uniforms(1, self.max_length, seed))[0]
+            uniforms = np.asarray(uniforms, "float32").reshape(-1)
+            if uniforms.shape != (self.max_length,):
+                raise ValueError(f"`uniforms` must hold max_length={self.max_length} numbers; got {uniforms.size}.")
+        elif uniforms is not None or seed is not None:
+            raise ValueError("`uniforms` and `seed` are for a sampling engine; this one decodes greedily.")
+        request = SlotRequest(source, prefix, uniforms, on_tokens)
+        self.waiting.append(request)
+        return request
+
+    def cancel(self, request):
+        """Stop decoding `request`: out of the queue, or its slot freed for the next sentence."""
+        if request.done or request.cancelled:
+            return
+        request.cancelled = True
+        if request.slot is not None:
+            self.requests[request.slot] = None
+            request.slot = None
+        else:
+            try:
+                self.waiting.remove(request)
+            except ValueError:
+                pass
+
+    @property
+    def live(self):
+        """How many slots hold a sentence."""
+        return sum(r is not None for r in self.requests)
+
+    @property
+    def idle(self):
+        """Whether no sentence is decoding or waiting."""
+        return not self.waiting and not self.live
+
+    def _bucket(self, width):
+        return next(b for b in self.source_buckets if b >= width)
+
+    # Device state.
+
+    def _start(self, width):
+        parts = self.parts
+        dtype = parts.decoder_layers[0].compute_dtype
+        self._self_caches = parts.empty_self_attention_caches(self.slots, self.max_length)
+        shape = (self.slots, parts.num_heads, width, parts.head_dim)
+        self._cross_caches = [(ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype))
+                              for _ in parts.decoder_layers]
+        self._source_mask = ops.zeros((self.slots, width), dtype="bool")
+        self._width = width
+
+    def _resize(self, width):
+        """Cross-attention caches and source mask padded or cut to `width` source positions (what live rows hold
+        fits: only padding is cut)."""
+        if self._width is None:
+            return self._start(width)
+        if width == self._width:
+            return
+        if width > self._width:
+            extra = width - self._width
+
+            def fit(x, axis):
+                pad = [[0, 0]] * len(x.shape)
+                pad[axis] = [0, extra]
+                return ops.pad(x, pad)
+        else:
+            def fit(x, axis):
+                return x[:, :, :width] if axis == 2 else x[:, :width]
+        self._cross_caches = [(fit(k, 2), fit(v, 2)) for k, v in self._cross_caches]
+        self._source_mask = fit(self._source_mask, 1)
+        self._width = width
+
+    def _needed_width(self, incoming=()):
+        lengths = [len(r.source) for r in self.requests if r is not None] + [len(r.source) for r in incoming]
+        return self._bucket(max(lengths)) if lengths else None
+
+    # Compiled functions.
+
+    def _insert_function(self):
+        parts = self.parts
+
+        def insert(cross_caches, source_mask, sources, slot_ids):
+            encoded, mask = parts.encode(sources)
+            new = parts.cross_attention_caches(encoded)
+            where = ops.expand_dims(slot_ids, 1)
+            cross_caches = [(ops.scatter_update(k, where, ops.cast(nk, k.dtype)),
+                             ops.scatter_update(v, where, ops.cast(nv, v.dtype)))
+                            for (k, v), (nk, nv) in zip(cross_caches, new)]
+            return cross_caches, ops.scatter_update(source_mask, where, mask)
+
+        return _compile(parts, insert, donate=(0, 1))
+
+    def _step_function(self):
+        parts, filters, steps = self.parts, self.filters, self.steps_per_call
+        max_length, end_id, force_end = self.max_length, self.end_id, self.force_end
+        bias = loop_ops.padding_bias(parts.vocab_size, self.start_id)
+
+        def step(self_caches, cross_caches, source_mask, last, positions, done, forced, uniforms):
+            hoisted = parts.with_loop_invariants()
+            columns = []
+            for i in range(steps):  # unrolled: `steps_per_call` is small
+                logits, self_caches = hoisted.decode_step(ops.expand_dims(last, 1), positions, self_caches,
+                                                          cross_caches, source_mask)
+                logits = logits[:, 0] + bias
+                if filters is None:
+                    chosen = loop_ops.first_argmax(logits)
+                else:
+                    chosen = sample_token(logits, uniforms[:, i], parts.vocab_size, *filters)
+                chosen = ops.where(ops.greater(forced[:, i], 0), forced[:, i], ops.cast(chosen, "int32"))
+                if force_end:
+                    chosen = ops.where(ops.equal(positions, max_length - 1), end_id, chosen)
+                chosen = ops.where(done, 0, chosen)
+                columns.append(chosen)
+                done = ops.logical_or(done, ops.logical_or(ops.equal(chosen, end_id),
+                                                           ops.greater_equal(positions, max_length - 1)))
+                last = chosen
+                positions = ops.minimum(positions + 1, max_length - 1)
+            return ops.stack(columns, axis=1), self_caches
+
+        return _compile(parts, step, donate=(0,))
+
+    def _compiled(self, table, key, make):
+        if key not in table:
+            table[key] = make()
+        return table[key]
+
+    def warm_up(self):
+        """Compile every step and insert this engine can run (each source bucket; each insert size), so that no
+        later call compiles. Returns how many functions it traced."""
+        before = len(self.compiled_shapes)
+        saved = (self._width, self._self_caches, self._cross_caches, self._source_mask)
+        for width in self.source_buckets:
+            self._start(width)
+            for size in self.insert_sizes:
+                self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
+            self._run_step(np.ones(self.slots, bool))
+        self._width, self._self_caches, self._cross_caches, self._source_mask = saved
+        if self._width is None:
+            self._self_caches = None
+        return len(self.compiled_shapes) - before
+
+    def _insert(self, sources, slot_ids):
+        size, width = sources.shape
+        self.compiled_shapes.add(("insert", width, size))
+        function = self._compiled(self._inserts, None, self._insert_function)
+        self._cross_caches, self._source_mask = function(
+            self._cross_caches, self._source_mask, ops.convert_to_tensor(sources), ops.convert_to_tensor(slot_ids))
+
+    def _run_step(self, done):
+        self.compiled_shapes.add(("step", self._width))
+        function = self._compiled(self._steps, None, self._step_function)
+        steps = self.steps_per_call
+        forced = np.zeros((self.slots, steps), "int32")
+        uniforms = np.full((self.slots, steps), 0.5, "float32")
+        for slot, request in enumerate(self.requests):
+            if request is None:
+                continue
+            position = int(self._positions[slot])
+            for i in range(steps):
+                if request.prefix is not None and position + i < request.prefix.size:
+                    forced[slot, i] = request.prefix[position + i]
+                if request.uniforms is not None and position + i < self.max_length:
+                    uniforms[slot, i] = request.uniforms[position + i]
+        tokens, self._self_caches = function(
+            self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last),
+            ops.convert_to_tensor(self._positions), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
+            ops.convert_to_tensor(uniforms))
+        return np.asarray(ops.convert_to_numpy(tokens))
+
+    # Scheduling.
+
+    def _fill_free_slots(self):
+        free = [slot for slot, request in enumerate(self.requests) if request is None]
+        incoming = []
+        while free[len(incoming):] and self.waiting:
+            incoming.append(self.waiting.popleft())
+        if not incoming:
+            return
+        self._resize(self._needed_width(incoming))
+        chosen = free[: len(incoming)]
+        for request, slot in zip(incoming, chosen):
+            request.slot = slot
+            self.requests[slot] = request
+            self._positions[slot] = 0
+            self._last[slot] = self.start_id
+        start = 0
+        for size in sorted(self.insert_sizes, reverse=True):  # n = a sum of insert sizes, largest first
+            while len(incoming) - start >= size:
+                group = incoming[start:start + size]
+                sources = np.zeros((size, self._width), "int32")
+                for row, request in enumerate(group):
+                    sources[row, : len(request.source)] = request.source
+                self._insert(sources, np.asarray(chosen[start:start + size], "int32"))
+                start += size
+
+    def step(self):
+        """Fill free slots from the queue, then advance every slot by `steps_per_call` tokens. Returns the requests
+        that ended in this step (their `tokens` complete)."""
+        self._fill_free_slots()
+        if not self.live:
+            return []
+        done = np.array([request is None for request in self.requests])
+        tokens = self._run_step(done)
+        finished = []
+        for slot, request in enumerate(self.requests):
+            if request is None:
+                continue
+            new = []
+            for token in tokens[slot]:
+                token = int(token)
+                if token == 0:
+                    break
+                new.append(token)
+                if token == self.end_id or len(request.tokens_so_far) + len(new) >= self.max_length:
+                    break
+            request.tokens_so_far.extend(new)
+            self._positions[slot] = min(len(request.tokens_so_far), self.max_length - 1)
+            if new:
+                self._last[slot] = new[-1]
+            if request.on_tokens is not None and new:
+                request.on_tokens(request, new)
+            ended = (request.tokens_so_far and request.tokens_so_far[-1] == self.end_id) or \
+                len(request.tokens_so_far) >= self.max_length
+            if ended:
+                request.done, request.slot = True, None
+                self.requests[slot] = None
+                finished.append(request)
+        if finished:
+            needed = self._needed_width(self.waiting)
+            if needed is not None and needed < self._width:
+                self._resize(needed)
+        return finished
+
+    def run(self, sources, prefixes=None, uniforms=None, arrivals=None):
+        """Decode every source (its own row of ids; 0s at the end are padding) and return the outputs in order,
+        each an int32 array of at most `max_length` tokens (`end_id` last if it ended).
+
+        `prefixes` and `uniforms` give each source's forced prefix and random numbers (see `submit`); `arrivals`
+        gives, per source, the step before which it is submitted (default all at once), to decode sentences that
+        join a running batch.
+        """
+        count = len(sources)
+        arrivals = [0] * count if arrivals is None else [int(a) for a in arrivals]
+        order = sorted(range(count), key=lambda i: arrivals[i])
+        requests = [None] * count
+        pending = collections.deque(order)
+        step = 0
+        while pending or not self.idle:
+            while pending and arrivals[pending[0]] <= step:
+                i = pending.popleft()
+                requests[i] = self.submit(sources[i], None if prefixes is None else prefixes[i],
+                                          None if uniforms is None else uniforms[i])
+            self.step()
+            step += 1
+        return [request.tokens for request in requests]
