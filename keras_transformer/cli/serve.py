@@ -46,20 +46,25 @@ def cmd_serve(args):
     settings = ServerSettings(
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
         max_instances=args.max_instances, max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
-        max_streams=args.max_streams)
+        max_streams=args.max_streams, batching=args.batching)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
     served = load_served_model(args.artifact, args.model_name, decoding, settings)
     print(f"keras-transformer serve: loaded {args.artifact} ({type(served.translator).__name__}); signatures: "
           f"{', '.join(served.signatures)}", file=sys.stderr, flush=True)
+    engine = served.engine
+    print("keras-transformer serve: " + (
+        f"continuous batching: serving_default decodes in {engine.slots} slots that requests join between steps"
+        if engine is not None else f"batch at a time ({served.engine_note})"), file=sys.stderr, flush=True)
     if args.warmup:
         import keras
 
         shapes = warm_up_shapes(served, settings)
-        print(f"keras-transformer serve: warming up {len(shapes)} batch shapes (batch sizes up to "
-              f"{settings.max_batch_size} x source widths up to {max(w for _, w in shapes)} tokens; --no-warmup "
-              "skips this)", file=sys.stderr, flush=True)
-        bar = keras.utils.Progbar(len(shapes), unit_name="shape")
+        what = (f"the engine's step and inserts at {len(shapes)} source widths up to {shapes[-1][1]} tokens"
+                if engine is not None else f"{len(shapes)} batch shapes (batch sizes up to {settings.max_batch_size}"
+                f" x source widths up to {max(w for _, w in shapes)} tokens)")
+        print(f"keras-transformer serve: warming up {what}; --no-warmup skips this", file=sys.stderr, flush=True)
+        bar = keras.utils.Progbar(len(shapes), unit_name="width" if engine is not None else "shape")
         seconds = warm_up(served, settings, progress=lambda done, total: bar.update(done))
         print(f"keras-transformer serve: warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
 
@@ -111,7 +116,11 @@ def register(sub, common):
     p.add_argument("--threads", type=positive_int, default=None,
                    help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
                         "default: the runtime's own, every core); fewer leave cores to other processes")
+    p.add_argument("--batching", choices=("continuous", "static"), default=d.batching,
+                   help="continuous (default): serving_default sentences join the running decode at its next step "
+                        "and leave it when they end (one model decoding greedily or by sampling; beam search, "
+                        "ensembles and exported artifacts decode batch at a time); static: batch at a time always")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
-                   help="translate a dummy sentence at each batch size before listening, so compiled decoders are "
-                        "ready for the first requests (default on)")
+                   help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
+                        "batch at each batch size), so the first requests compile nothing (default on)")
     p.set_defaults(func=cmd_serve)

@@ -72,7 +72,8 @@ class SlotRequest:
 
 
 def _settings_of(sampler):
-    """`(temperature, top_k, top_p, force_end)` of a greedy or sampling sampler; `None` filters for greedy."""
+    """`((temperature, top_k, top_p), force_end, seed)` of a greedy or sampling sampler; `None` filters for
+    greedy."""
     from keras_transformer.decoding.samplers import BeamSampler
     from keras_transformer.decoding.samplers import GreedySampler
     from keras_transformer.decoding.samplers import StochasticSampler
@@ -83,10 +84,10 @@ def _settings_of(sampler):
         raise ValueError("SlotEngine decodes greedily or by sampling; beam search (and n-best lists) run in the "
                          "whole-loop decoders (`generate(..., sampler=BeamSampler(...))`).")
     if isinstance(sampler, GreedySampler):
-        return None, sampler.force_end
+        return None, sampler.force_end, None
     if isinstance(sampler, StochasticSampler):
         filters = sampler._filters()
-        return check_filters(sampler.temperature, filters.get("top_k"), filters.get("top_p")), False
+        return check_filters(sampler.temperature, filters.get("top_k"), filters.get("top_p")), False, sampler.seed
     raise ValueError(f"SlotEngine cannot decode with {type(sampler).__name__}: it takes greedy or sampling "
                      "samplers (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`).")
 
@@ -159,7 +160,7 @@ class SlotEngine:
         self.max_length, self.start_id, self.end_id = max_length, start_id, end_id
         self.slots = arguments.check_positive_int("slots", slots)
         self.steps_per_call = arguments.check_positive_int("steps_per_call", steps_per_call)
-        self.filters, self.force_end = _settings_of(sampler)
+        self.filters, self.force_end, self.seed = _settings_of(sampler)
         if source_buckets is None:
             limit = max(8, int(parts.max_length))
             source_buckets = [b for b in DEFAULT_SOURCE_BUCKETS if b < limit] + [limit]
@@ -188,7 +189,8 @@ class SlotEngine:
             prefix: optional int `[P]`, `P < max_length`: the sentence's first output tokens, forced.
             uniforms: sampling only, float32 `[max_length]` in `(0, 1)`: the random number for each position (the
                 row of `sample_decode`'s numbers that gives its tokens); default drawn from `seed`.
-            seed: sampling only, Python int for the default `uniforms` (`None`: a fresh seed).
+            seed: sampling only, Python int for the default `uniforms` (`None`: the sampler's seed if it has one,
+                else a fresh seed).
             on_tokens: optional callable `(request, new_tokens)`, called after each step that gave it tokens.
         """
         source = np.asarray(source).astype("int32").reshape(-1)
@@ -206,6 +208,7 @@ class SlotEngine:
                                  f"{prefix.tolist()}.")
         if self.filters is not None:
             if uniforms is None:
+                seed = self.seed if seed is None else seed
                 seed = int(np.random.randint(2**31)) if seed is None else seed
                 uniforms = ops.convert_to_numpy(draw_uniforms(1, self.max_length, seed))[0]
             uniforms = np.asarray(uniforms, "float32").reshape(-1)
@@ -331,16 +334,21 @@ class SlotEngine:
             table[key] = make()
         return table[key]
 
-    def warm_up(self):
-        """Compile every step and insert this engine can run (each source bucket; each insert size), so that no
-        later call compiles. Returns how many functions it traced."""
+    def warm_up(self, progress=None):
+        """Compile every step and insert this engine can run (each source bucket; each insert size), before any
+        sentence is submitted, so that no later call compiles. `progress(done, total)` is called after each source
+        bucket. Returns how many functions it traced."""
+        if not self.idle:
+            raise RuntimeError("warm_up() runs before any sentence is submitted")
         before = len(self.compiled_shapes)
         saved = (self._width, self._self_caches, self._cross_caches, self._source_mask)
-        for width in self.source_buckets:
+        for done, width in enumerate(self.source_buckets, 1):
             self._start(width)
             for size in self.insert_sizes:
                 self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
             self._run_step(np.ones(self.slots, bool))
+            if progress is not None:
+                progress(done, len(self.source_buckets))
         self._width, self._self_caches, self._cross_caches, self._source_mask = saved
         if self._width is None:
             self._self_caches = None

@@ -4,7 +4,8 @@ Routes (NAME is the model name; `/versions/1` may follow it, as TF Serving allow
 
 - `GET /v1/models/NAME`: the model's status (`{"model_version_status": [...]}`, state `AVAILABLE`);
 - `GET /v1/models/NAME/metadata`: its signatures, inputs and outputs;
-- `POST /v1/models/NAME:predict`: a predict request (`serving.protocol`), batched with concurrent ones;
+- `POST /v1/models/NAME:predict`: a predict request (`serving.protocol`), batched with concurrent ones
+  (`serving_default` joins the running decode at its next step where the model allows: `serving.continuous`);
 - `POST /v1/models/NAME:stream`: `{"text": ...}` answered as it is decoded, one JSON line per piece of text
   (`application/x-ndjson`), then a line with the whole translation.
 
@@ -29,6 +30,8 @@ from starlette.exceptions import HTTPException
 from keras_transformer.serving.batching import Batcher
 from keras_transformer.serving.batching import QueueFull
 from keras_transformer.serving.batching import ShuttingDown
+from keras_transformer.serving.continuous import ENGINE_SIGNATURE
+from keras_transformer.serving.continuous import ContinuousBatcher
 from keras_transformer.serving.protocol import RequestError
 from keras_transformer.serving.protocol import decode_json
 from keras_transformer.serving.protocol import json_safe
@@ -105,18 +108,22 @@ class AccessLog:
 def create_app(served, settings=None):
     """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`)."""
     settings = settings or ServerSettings()
-    batcher = None
+    batcher = engine = None
     streams = threading.BoundedSemaphore(settings.max_streams)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        nonlocal batcher
+        nonlocal batcher, engine
         batcher = Batcher(served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000, settings.max_queued)
-        app.state.batcher = batcher
+        slots = getattr(served, "engine", None)  # a ServedModel's SlotEngine, where it decodes with one
+        engine = ContinuousBatcher(served.translator, slots, settings.max_queued) if slots is not None else None
+        app.state.batcher, app.state.engine = batcher, engine
         try:
             yield
-        finally:  # uvicorn has stopped taking requests and finished the open ones: drain and stop the worker
+        finally:  # uvicorn has stopped taking requests and finished the open ones: drain and stop the workers
             await asyncio.to_thread(batcher.close, settings.timeout_s)
+            if engine is not None:
+                await asyncio.to_thread(engine.close, settings.timeout_s)
 
     app = FastAPI(title="keras-transformer", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.served = served
@@ -161,8 +168,9 @@ def create_app(served, settings=None):
         request.state.sentences = len(parsed.rows)
         if not parsed.rows:
             return shape_response(parsed, [])
+        runner = engine if engine is not None and parsed.batch_key[0] == ENGINE_SIGNATURE else batcher
         try:
-            future = batcher.submit(parsed.batch_key, parsed.rows)
+            future = runner.submit(parsed.batch_key, parsed.rows)
         except QueueFull as error:
             return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
                                 headers={"Retry-After": "1"})

@@ -15,14 +15,20 @@ class ServedModel:
         translator: a `BaseTranslator`.
         name: the model name in `/v1/models/NAME`.
         decoding: `translate` keywords every request decodes with (`beam_size`, `length_penalty`, `max_length`).
-        batch_size: sentences the translator decodes together.
+        batch_size: sentences the translator decodes together (the engine's slots).
+        continuous: decode `serving_default` in a `SlotEngine` (continuous batching) where the translator allows
+            it: `engine` is then that engine, else `None` and `engine_note` says why.
     """
 
-    def __init__(self, translator, name, decoding=None, batch_size=32):
+    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True):
+        from keras_transformer.serving.continuous import engine_for
+
         self.translator, self.name = translator, name
         self.decoding = {k: v for k, v in (decoding or {}).items() if v is not None}
         self.batch_size = batch_size
         self.signatures = [n for n, s in SIGNATURES.items() if translator.supports(s.translator_method)]
+        self.engine, self.engine_note = (engine_for(translator, self.decoding, batch_size) if continuous
+                                         else (None, "--batching static"))
 
     def metadata(self):
         """TF Serving's `GET /v1/models/NAME/metadata` answer."""

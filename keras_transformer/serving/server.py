@@ -30,13 +30,18 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None):
     name = model_name or default_model_name(artifact)
     if not name or "/" in name or ":" in name:
         raise ValueError(f"model name {name!r}: must be non-empty, without '/' or ':' (--model-name)")
-    return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size)
+    return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size,
+                       continuous=settings.batching == "continuous")
 
 
 def warm_up_shapes(served, settings):
-    """The `(rows, source tokens)` shapes `warm_up` decodes: every batch bucket the batcher can form (1, 2, 4, 8,
-    then multiples of 8 up to `max_batch_size`) at every source-width bucket (multiples of 8 up to the model's
-    source length), narrow widths first."""
+    """The `(rows, source tokens)` shapes `warm_up` decodes.
+
+    With a `SlotEngine` (continuous batching): its slots at each of its source buckets. Batch at a time: every
+    batch bucket the batcher can form (1, 2, 4, 8, then multiples of 8 up to `max_batch_size`) at every
+    source-width bucket (multiples of 8 up to the model's source length), narrow widths first."""
+    if getattr(served, "engine", None) is not None:
+        return [(served.engine.slots, width) for width in served.engine.source_buckets]
     translator = served.translator
     longest = getattr(getattr(translator, "parts", None), "max_length", None) or getattr(translator, "max_length", 64)
     sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8)} | set(
@@ -46,11 +51,15 @@ def warm_up_shapes(served, settings):
 
 
 def warm_up(served, settings, progress=None):
-    """Decodes a dummy batch of each shape of `warm_up_shapes`, so that compiled decoders (one program per batch
-    and width bucket) are ready before the first request. `progress(done, total)` is called after each. Returns
+    """Compiles what the server runs before the first request: the engine's step and inserts at each source bucket
+    (continuous batching), or a dummy batch of each shape of `warm_up_shapes` (one program per batch and width
+    bucket). `progress(done, total)` is called after each. Returns
     the seconds it took."""
     begin = time.perf_counter()
     shapes = warm_up_shapes(served, settings)
+    if getattr(served, "engine", None) is not None:  # every step and insert the engine runs, compiled once
+        served.engine.warm_up(progress=progress)
+        return time.perf_counter() - begin
     for done, (size, width) in enumerate(shapes, 1):
         text = " ".join(["a"] * max(1, width - 2))  # about one token per word: `width` with [START] and [END]
         served.run(("serving_default", ()), [(text,)] * size)

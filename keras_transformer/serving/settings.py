@@ -2,6 +2,8 @@
 
 import dataclasses
 
+BATCHING = ("continuous", "static")
+
 
 @dataclasses.dataclass(frozen=True)
 class ServerSettings:
@@ -17,6 +19,10 @@ class ServerSettings:
         max_body_bytes: the largest request body (413 above it).
         timeout_s: a request not answered within it gets 504 (its sentences are dropped if not yet started).
         max_streams: the most `:stream` requests decoding at once (429 beyond it).
+        batching: `"continuous"` (default): `serving_default` sentences join the running decode at its next step
+            (a `SlotEngine` with `max_batch_size` slots) where the model allows it (one model decoding greedily or
+            by sampling), batch at a time otherwise; `"static"`: batch at a time always (a batch runs until its
+            longest sentence ends; the next starts after it).
     """
 
     max_batch_size: int = 32
@@ -26,6 +32,7 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     timeout_s: float = 60.0
     max_streams: int = 4
+    batching: str = "continuous"
 
     def __post_init__(self):
         for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams"):
@@ -35,5 +42,7 @@ class ServerSettings:
         if not self.batch_timeout_ms >= 0 or not self.timeout_s > 0:
             raise ValueError(f"batch_timeout_ms must be >= 0 and timeout_s > 0, got {self.batch_timeout_ms!r} and "
                              f"{self.timeout_s!r}")
+        if self.batching not in BATCHING:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
         if self.max_instances > self.max_queued:
             raise ValueError(f"max_instances ({self.max_instances}) must not exceed max_queued ({self.max_queued})")

@@ -1,0 +1,211 @@
+"""Continuous batching for the server: `serving_default` requests decode in a `SlotEngine`'s slots.
+
+A request's sentences join the running decode at the engine's next step, instead of waiting for the batch ahead of
+them to finish; a sentence that ends frees its slot at once, and the next waiting sentence takes it. One worker
+thread runs the engine (`ContinuousBatcher`), with the same contract as `Batcher`: `submit(key, items)` returns a
+future of one result per item, the queue is bounded (`QueueFull`), `close()` finishes what was accepted. A request
+whose client gave up (its future cancelled: the server's timeout) leaves its slots at the next step.
+
+`engine_for(translator, decoding, slots)` makes the engine where it applies: one model (a run, a preset or an
+imported checkpoint) decoding greedily or by sampling. Beam search, ensembles and exported artifacts keep
+batch-at-a-time decoding (`Batcher`).
+"""
+
+import collections
+import logging
+import threading
+
+import numpy as np
+
+from keras_transformer.serving.batching import QueueFull
+from keras_transformer.serving.batching import ShuttingDown
+
+log = logging.getLogger("keras_transformer.serving")
+
+ENGINE_SIGNATURE = "serving_default"
+
+
+def engine_for(translator, decoding=None, slots=32):
+    """`(engine, reason)`: a `SlotEngine` that decodes `translator`'s `serving_default` as `decoding` (`beam_size`,
+    `length_penalty`, `max_length`) says, or `(None, why not)`."""
+    from keras_transformer.decoding.samplers import BeamSampler
+    from keras_transformer.decoding.slot_engine import SlotEngine
+    from keras_transformer.decoding.translator import Translator
+    from keras_transformer.models import EnsembleParts
+
+    decoding = decoding or {}
+    if not isinstance(translator, Translator):
+        return None, f"{type(translator).__name__} decodes inside its own runtime"
+    if isinstance(translator.parts, EnsembleParts):
+        return None, "an ensemble decodes batch at a time"
+    sampler = translator.decoding_sampler(decoding.get("beam_size"), decoding.get("length_penalty"))
+    if isinstance(sampler, BeamSampler):
+        return None, f"beam search ({sampler.num_beams} beams) decodes batch at a time; --beam-size 1 decodes greedily"
+    max_length = decoding.get("max_length") or translator.max_length
+    target = translator.target_tokenizer
+    engine = SlotEngine(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler)
+    return engine, None
+
+
+class _Job:
+    __slots__ = ("texts", "future", "tokens", "pending", "requests")
+
+    def __init__(self, texts, future):
+        self.texts, self.future = texts, future
+        self.tokens = [None] * len(texts)
+        self.pending = 0
+        self.requests = []
+
+
+class ContinuousBatcher:
+    """Runs `serving_default` requests on `engine` (a `SlotEngine` of `translator`), one worker thread.
+
+    Args:
+        translator: the `Translator` whose tokenizers read the texts and write the translations.
+        engine: its `SlotEngine` (`engine_for`).
+        max_queued: the most sentences accepted and not yet answered; `submit` raises `QueueFull` beyond it.
+    """
+
+    def __init__(self, translator, engine, max_queued=1024):
+        import concurrent.futures
+
+        self._futures = concurrent.futures
+        self.translator, self.engine, self.max_queued = translator, engine, max_queued
+        self._incoming = collections.deque()
+        self._accepted = 0  # sentences accepted and not yet answered
+        self._cond = threading.Condition()
+        self._closing = False
+        self._steps = self._sentences = self._live_sum = 0
+        self._thread = threading.Thread(target=self._work, name="keras-transformer-engine", daemon=True)
+        self._thread.start()
+
+    def submit(self, key, items):
+        """Queues `items` (rows whose first field is the text) of `key` (`serving_default` only); returns a
+        `concurrent.futures.Future` of one `{"translation": ...}` per item."""
+        if key[0] != ENGINE_SIGNATURE:
+            raise ValueError(f"the continuous batcher runs {ENGINE_SIGNATURE} only, not {key[0]}")
+        job = _Job([row[0] for row in items], self._futures.Future())
+        with self._cond:
+            if self._closing:
+                raise ShuttingDown("the server is shutting down")
+            if self._accepted and self._accepted + len(job.texts) > self.max_queued:
+                raise QueueFull(f"{self._accepted} sentences are waiting or decoding (--max-queued "
+                                f"{self.max_queued})")
+            self._accepted += len(job.texts)
+            self._incoming.append(job)
+            self._cond.notify()
+        return job.future
+
+    def close(self, timeout=None):
+        """Takes no more work, finishes every accepted request, and stops the worker (waits up to `timeout` s)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout)
+
+    def stats(self):
+        with self._cond:
+            return {"steps": self._steps, "sentences": self._sentences, "queued": self._accepted,
+                    "mean_live_slots": self._live_sum / self._steps if self._steps else 0.0}
+
+    # The worker thread.
+
+    def _work(self):
+        jobs = {}  # SlotRequest -> (job, index)
+        while True:
+            with self._cond:
+                while not self._incoming and self.engine.idle:
+                    if self._closing:
+                        return
+                    self._cond.wait()
+                new = list(self._incoming)
+                self._incoming.clear()
+            for job in new:
+                self._start(job, jobs)
+            self._drop_abandoned(jobs)
+            if self.engine.idle:
+                continue
+            live = self.engine.live + min(len(self.engine.waiting), self.engine.slots - self.engine.live)
+            try:
+                finished = self.engine.step()
+            except BaseException as error:  # not one request's input (those are checked before): fail them all
+                log.exception("the decoding step failed; failing the %d sentences in the engine", len(jobs))
+                self._fail_all(jobs, error)
+                continue
+            with self._cond:
+                self._steps += 1
+                self._live_sum += live
+            for request in finished:
+                job, index = jobs.pop(request)
+                job.tokens[index] = request.tokens
+                job.pending -= 1
+                if job.pending == 0:
+                    self._answer(job)
+
+    def _start(self, job, jobs):
+        from keras_transformer.data.words import is_blank
+        from keras_transformer.decoding.translator import pad_source_rows
+        from keras_transformer.decoding.translator import tokenize_rows
+
+        if job.future.cancelled():
+            return self._done(job)
+        translator, engine = self.translator, self.engine
+        try:
+            todo = [i for i, text in enumerate(job.texts) if not is_blank(text)]
+            rows = tokenize_rows(translator.source_tokenizer, [job.texts[i] for i in todo])
+            sources = pad_source_rows(rows, translator.source_tokenizer, translator.parts.max_length) if rows else []
+            for i, source in zip(todo, sources):
+                request = engine.submit(source)
+                jobs[request] = (job, i)
+                job.requests.append(request)
+                job.pending += 1
+        except Exception as error:  # this request's input: it alone fails
+            for request in job.requests:
+                engine.cancel(request)
+                jobs.pop(request, None)
+            return self._done(job, error=error)
+        if job.pending == 0:
+            self._answer(job)
+
+    def _answer(self, job):
+        detokenize = self.translator.target_tokenizer.detokenize
+        results = [""] * len(job.texts)
+        done = [i for i, tokens in enumerate(job.tokens) if tokens is not None]
+        if done:
+            width = max(len(job.tokens[i]) for i in done)
+            padded = np.zeros((len(done), max(width, 1)), "int32")
+            for row, i in enumerate(done):
+                padded[row, : len(job.tokens[i])] = job.tokens[i]
+            for i, text in zip(done, detokenize(padded).numpy()):
+                results[i] = text.decode("utf-8", errors="replace")
+        self._done(job, results=[{"translation": text} for text in results])
+
+    def _done(self, job, results=None, error=None):
+        with self._cond:
+            self._accepted -= len(job.texts)
+            if results is not None:
+                self._sentences += len(job.texts)
+        try:
+            if error is not None:
+                job.future.set_exception(error)
+            elif results is not None:
+                job.future.set_result(results)
+        except self._futures.InvalidStateError:  # the client gave up meanwhile
+            pass
+
+    def _drop_abandoned(self, jobs):
+        """Frees the slots of requests whose client gave up (their future was cancelled)."""
+        abandoned = {id(job): job for job, _ in jobs.values() if job.future.cancelled()}
+        for job in abandoned.values():
+            for request in job.requests:
+                self.engine.cancel(request)
+                jobs.pop(request, None)
+            self._done(job)
+
+    def _fail_all(self, jobs, error):
+        for job in {id(job): job for job, _ in jobs.values()}.values():
+            for request in job.requests:
+                self.engine.cancel(request)
+            self._done(job, error=RuntimeError(f"internal error while decoding ({type(error).__name__}; see the "
+                                               "server log)"))
+        jobs.clear()
