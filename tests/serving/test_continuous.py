@@ -1,0 +1,91 @@
+"""Continuous batching in the server: `ContinuousBatcher` over a `SlotEngine` of the tiny run."""
+
+import concurrent.futures
+
+import httpx
+import pytest
+
+from keras_transformer.serving import ServedModel
+from keras_transformer.serving import ServerSettings
+from keras_transformer.serving import start_server
+from keras_transformer.serving import warm_up
+from keras_transformer.serving.batching import QueueFull
+from keras_transformer.serving.continuous import ContinuousBatcher
+from tests.export.helpers import SENTENCES
+
+WAIT = 60
+KEY = ("serving_default", ())
+
+
+@pytest.fixture
+def served(served_model):
+    """A `ServedModel` of its own (a fresh engine) over the tiny run's translator."""
+    return ServedModel(served_model.translator, "tiny", batch_size=4)
+
+
+def _texts():
+    """Sentences of several lengths (two source buckets) and a blank one."""
+    return SENTENCES + ["", SENTENCES[0] + " " + SENTENCES[1]]
+
+
+def test_requests_joining_the_running_decode_get_the_translators_translations(served):
+    texts = _texts()
+    expected = served.translator.translate(texts)
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
+    try:
+        futures = [batcher.submit(KEY, [(text,)]) for text in texts]  # more sentences than the 4 slots
+        futures.append(batcher.submit(KEY, [(text,) for text in texts]))  # one request of several sentences
+        answers = [future.result(WAIT) for future in futures]
+    finally:
+        batcher.close(WAIT)
+    assert [a[0]["translation"] for a in answers[:-1]] == expected
+    assert [row["translation"] for row in answers[-1]] == expected
+    stats = batcher.stats()
+    assert stats["sentences"] == 2 * len(texts) and stats["queued"] == 0 and stats["mean_live_slots"] > 1
+    assert served.engine.idle
+
+
+def test_a_request_whose_client_gave_up_frees_its_slots_and_the_rest_are_answered(served):
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
+    try:
+        abandoned = batcher.submit(KEY, [(text,) for text in SENTENCES * 3])
+        assert abandoned.cancel()  # what the server's timeout does to the future
+        kept = batcher.submit(KEY, [(SENTENCES[0],)])
+        assert kept.result(WAIT) == [{"translation": served.translator.translate([SENTENCES[0]])[0]}]
+    finally:
+        batcher.close(WAIT)
+    assert served.engine.idle and batcher.stats()["queued"] == 0
+    assert all(request is None for request in served.engine.requests)
+
+
+def test_the_queue_is_bounded(served):
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=3)
+    try:
+        first = batcher.submit(KEY, [(text,) for text in SENTENCES[:3]])
+        with pytest.raises(QueueFull):
+            batcher.submit(KEY, [(SENTENCES[0],)])
+        assert len(first.result(WAIT)) == 3
+        assert batcher.submit(KEY, [(SENTENCES[0],)]).result(WAIT)  # room again once answered
+    finally:
+        batcher.close(WAIT)
+
+
+def test_after_the_warm_up_no_request_compiles(served):
+    seconds = warm_up(served, ServerSettings(max_batch_size=4))
+    compiled = set(served.engine.compiled_shapes)
+    assert seconds > 0 and {kind for kind, *_ in compiled} == {"step", "insert"}
+    with start_server(served, port=0, settings=ServerSettings(max_batch_size=4)) as server:
+        url = f"{server.url}/v1/models/tiny:predict"
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda text: httpx.post(url, json={"instances": [text]}, timeout=WAIT),
+                                    _texts()))
+    assert [a.json()["predictions"][0] for a in answers] == served.translator.translate(_texts())
+    assert served.engine.compiled_shapes == compiled
+
+
+def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model):
+    assert ServedModel(served_model.translator, "tiny", continuous=False).engine is None
+    beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2})
+    assert beam.engine is None and "beam search" in beam.engine_note
+    with pytest.raises(ValueError, match="batching"):
+        ServerSettings(batching="dynamic")
