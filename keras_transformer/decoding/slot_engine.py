@@ -17,8 +17,9 @@ at its own position (the decoder step takes one position per row):
   compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
 - Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions, and the sources are padded to a
   width from `source_buckets` (the smallest that holds every live source; the cross-attention caches grow and
-  shrink between steps). The step compiles once per width, the insert once per width and per insert size (powers
-  of four up to `slots`); `warm_up()` compiles them all, after which nothing compiles.
+  shrink between steps). The step compiles once per width, alone and with each insert size (powers of four up to
+  `slots`) written in the same call, and a separate insert once per width and size (for arrivals that need more
+  than one insert size); `warm_up()` compiles them all, after which nothing compiles.
 - TensorFlow compiles with XLA (`tf.function(jit_compile=True)`), JAX with `jax.jit` and the self-attention caches
   donated (written in place); PyTorch runs the same functions eagerly.
 
@@ -97,13 +98,29 @@ def _variables(parts):
 
 
 def _compile(parts, function, donate=()):
-    """`function(*args)` compiled by the backend: XLA on TensorFlow, `jax.jit` on JAX with the weights passed as
-    arguments and the arguments at `donate` donated; on PyTorch the function itself, without autograd."""
+    """`function(*args) -> (result, *new_states)` compiled by the backend, where `new_states` are the new values of
+    the arguments at `donate` (the engine's caches). The compiled function returns `(result, *states)` likewise.
+
+    TensorFlow: XLA (`tf.function(jit_compile=True)`), the states held in `tf.Variable`s (`_holder`) and updated in
+    place (XLA aliases a variable's update to its buffer: no copy of the caches per call). JAX: `jax.jit` with the
+    weights passed as arguments and the states donated (updated in place). PyTorch: the function itself, without
+    autograd."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        return tf.function(function, jit_compile=True, autograph=False)
+        def in_place(*args):
+            values = list(args)
+            for i in donate:
+                values[i] = tf.nest.map_structure(lambda variable: variable.read_value(), args[i])
+            result, *states = function(*values)
+            for i, state in zip(donate, states):
+                for variable, value in zip(tf.nest.flatten(args[i]), tf.nest.flatten(state)):
+                    variable.assign(value)
+            return result
+
+        compiled = tf.function(in_place, jit_compile=True, autograph=False)
+        return lambda *args: (compiled(*args), *(args[i] for i in donate))
     variables = _variables(parts)
     if backend == "jax":
         import jax
@@ -122,6 +139,16 @@ def _compile(parts, function, donate=()):
             return function(*args)
 
     return eager
+
+
+def _holder(value):
+    """Where the engine keeps a cache between calls: a `tf.Variable` on TensorFlow (updated in place by the
+    compiled functions), the array itself elsewhere."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.Variable(value, trainable=False)
+    return value
 
 
 class SlotEngine:
@@ -176,6 +203,7 @@ class SlotEngine:
         self._self_caches = None
         self._cross_caches = None
         self._source_mask = None
+        self._invariant = None
         self._steps = {}
         self._inserts = {}
 
@@ -252,12 +280,19 @@ class SlotEngine:
     def _start(self, width):
         parts = self.parts
         dtype = parts.decoder_layers[0].compute_dtype
-        self._self_caches = parts.empty_self_attention_caches(self.slots, self.max_length)
+        self._self_caches = [(_holder(k), _holder(v))
+                             for k, v in parts.empty_self_attention_caches(self.slots, self.max_length)]
         shape = (self.slots, parts.num_heads, width, parts.head_dim)
-        self._cross_caches = [(ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype))
+        self._cross_caches = [(_holder(ops.zeros(shape, dtype=dtype)), _holder(ops.zeros(shape, dtype=dtype)))
                               for _ in parts.decoder_layers]
-        self._source_mask = ops.zeros((self.slots, width), dtype="bool")
+        self._source_mask = _holder(ops.zeros((self.slots, width), dtype="bool"))
+        self._refresh_weights()
         self._width = width
+
+    def _refresh_weights(self):
+        """Computes, from the weights as they are now, what every step would otherwise recompute (the transposed
+        tied embedding): when decoding starts, and again each time the engine resumes after going idle."""
+        self._invariant = self.parts.output_invariant()
 
     def _resize(self, width):
         """Cross-attention caches and source mask padded or cut to `width` source positions (what live rows hold
@@ -276,8 +311,8 @@ class SlotEngine:
         else:
             def fit(x, axis):
                 return x[:, :, :width] if axis == 2 else x[:, :width]
-        self._cross_caches = [(fit(k, 2), fit(v, 2)) for k, v in self._cross_caches]
-        self._source_mask = fit(self._source_mask, 1)
+        self._cross_caches = [(_holder(fit(k, 2)), _holder(fit(v, 2))) for k, v in self._cross_caches]
+        self._source_mask = _holder(fit(self._source_mask, 1))
         self._width = width
 
     def _needed_width(self, incoming=()):
@@ -286,27 +321,35 @@ class SlotEngine:
 
     # Compiled functions.
 
-    def _insert_function(self):
+    def _write_sources(self, cross_caches, source_mask, sources, slot_ids):
+        """Encode `sources` `[n, W]` and write their cross-attention keys/values and masks into rows `slot_ids`."""
         parts = self.parts
+        encoded, mask = parts.encode(sources)
+        new = parts.cross_attention_caches(encoded)
+        where = ops.expand_dims(slot_ids, 1)
+        cross_caches = [(ops.scatter_update(k, where, ops.cast(nk, k.dtype)),
+                         ops.scatter_update(v, where, ops.cast(nv, v.dtype)))
+                        for (k, v), (nk, nv) in zip(cross_caches, new)]
+        return cross_caches, ops.scatter_update(source_mask, where, mask)
 
+    def _insert_function(self):
         def insert(cross_caches, source_mask, sources, slot_ids):
-            encoded, mask = parts.encode(sources)
-            new = parts.cross_attention_caches(encoded)
-            where = ops.expand_dims(slot_ids, 1)
-            cross_caches = [(ops.scatter_update(k, where, ops.cast(nk, k.dtype)),
-                             ops.scatter_update(v, where, ops.cast(nv, v.dtype)))
-                            for (k, v), (nk, nv) in zip(cross_caches, new)]
-            return cross_caches, ops.scatter_update(source_mask, where, mask)
+            return (None, *self._write_sources(cross_caches, source_mask, sources, slot_ids))
 
-        return _compile(parts, insert, donate=(0, 1))
+        return _compile(self.parts, insert, donate=(0, 1))
 
     def _step_function(self):
+        """One compiled call: optionally write new sources into free slots (`sources`, `slot_ids`, else `None`),
+        then advance every slot by `steps_per_call` tokens. Fusing the insert saves a call per step under load."""
         parts, filters, steps = self.parts, self.filters, self.steps_per_call
         max_length, end_id, force_end = self.max_length, self.end_id, self.force_end
         bias = loop_ops.padding_bias(parts.vocab_size, self.start_id)
 
-        def step(self_caches, cross_caches, source_mask, last, positions, done, forced, uniforms):
-            hoisted = parts.with_loop_invariants()
+        def step(self_caches, cross_caches, source_mask, last, positions, done, forced, uniforms, invariant,
+                 sources, slot_ids):
+            if sources is not None:
+                cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
+            hoisted = parts.with_loop_invariants(invariant)
             columns = []
             for i in range(steps):  # unrolled: `steps_per_call` is small
                 logits, self_caches = hoisted.decode_step(ops.expand_dims(last, 1), positions, self_caches,
@@ -325,9 +368,9 @@ class SlotEngine:
                                                            ops.greater_equal(positions, max_length - 1)))
                 last = chosen
                 positions = ops.minimum(positions + 1, max_length - 1)
-            return ops.stack(columns, axis=1), self_caches
+            return ops.stack(columns, axis=1), self_caches, cross_caches, source_mask
 
-        return _compile(parts, step, donate=(0,))
+        return _compile(parts, step, donate=(0, 1, 2))
 
     def _compiled(self, table, key, make):
         if key not in table:
@@ -345,7 +388,9 @@ class SlotEngine:
         for done, width in enumerate(self.source_buckets, 1):
             self._start(width)
             for size in self.insert_sizes:
-                self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
+                group = (np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
+                self._insert(*group)
+                self._run_step(np.ones(self.slots, bool), group)
             self._run_step(np.ones(self.slots, bool))
             if progress is not None:
                 progress(done, len(self.source_buckets))
@@ -358,11 +403,14 @@ class SlotEngine:
         size, width = sources.shape
         self.compiled_shapes.add(("insert", width, size))
         function = self._compiled(self._inserts, None, self._insert_function)
-        self._cross_caches, self._source_mask = function(
+        _, self._cross_caches, self._source_mask = function(
             self._cross_caches, self._source_mask, ops.convert_to_tensor(sources), ops.convert_to_tensor(slot_ids))
 
-    def _run_step(self, done):
-        self.compiled_shapes.add(("step", self._width))
+    def _run_step(self, done, group=None):
+        """Advance every slot (after writing `group`, `(sources, slot_ids)`, if given); the new tokens `[slots,
+        steps_per_call]` as NumPy."""
+        self.compiled_shapes.add(("step", self._width) if group is None else
+                                 ("step+insert", self._width, len(group[1])))
         function = self._compiled(self._steps, None, self._step_function)
         steps = self.steps_per_call
         forced = np.zeros((self.slots, steps), "int32")
@@ -376,10 +424,11 @@ class SlotEngine:
                     forced[slot, i] = request.prefix[position + i]
                 if request.uniforms is not None and position + i < self.max_length:
                     uniforms[slot, i] = request.uniforms[position + i]
-        tokens, self._self_caches = function(
+        sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
+        tokens, self._self_caches, self._cross_caches, self._source_mask = function(
             self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last),
             ops.convert_to_tensor(self._positions), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
-            ops.convert_to_tensor(uniforms))
+            ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
         return np.asarray(ops.convert_to_numpy(tokens))
 
     # Scheduling.
@@ -390,7 +439,9 @@ class SlotEngine:
         while free[len(incoming):] and self.waiting:
             incoming.append(self.waiting.popleft())
         if not incoming:
-            return
+            return None
+        if not self.live and self._width is not None:
+            self._refresh_weights()
         self._resize(self._needed_width(incoming))
         chosen = free[: len(incoming)]
         for request, slot in zip(incoming, chosen):
@@ -398,24 +449,26 @@ class SlotEngine:
             self.requests[slot] = request
             self._positions[slot] = 0
             self._last[slot] = self.start_id
-        start = 0
+        groups, start = [], 0
         for size in sorted(self.insert_sizes, reverse=True):  # n = a sum of insert sizes, largest first
             while len(incoming) - start >= size:
-                group = incoming[start:start + size]
                 sources = np.zeros((size, self._width), "int32")
-                for row, request in enumerate(group):
+                for row, request in enumerate(incoming[start:start + size]):
                     sources[row, : len(request.source)] = request.source
-                self._insert(sources, np.asarray(chosen[start:start + size], "int32"))
+                groups.append((sources, np.asarray(chosen[start:start + size], "int32")))
                 start += size
+        for group in groups[:-1]:
+            self._insert(*group)
+        return groups[-1]  # written by the step itself
 
     def step(self):
         """Fill free slots from the queue, then advance every slot by `steps_per_call` tokens. Returns the requests
         that ended in this step (their `tokens` complete)."""
-        self._fill_free_slots()
+        group = self._fill_free_slots()
         if not self.live:
             return []
         done = np.array([request is None for request in self.requests])
-        tokens = self._run_step(done)
+        tokens = self._run_step(done, group)
         finished = []
         for slot, request in enumerate(self.requests):
             if request is None:

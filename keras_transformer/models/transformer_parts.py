@@ -31,9 +31,14 @@ class TiedOutputProjection:
             logits = ops.matmul(ops.cast(x, "float32"), self.transposed)
         return logits if self.bias is None else self.bias(logits)
 
-    def hoisted(self):
-        transposed = ops.transpose(ops.cast(self.embedding.embedding_matrix(), "float32"))
+    def hoisted(self, transposed=None):
+        if transposed is None:
+            transposed = self.transposed_matrix()
         return TiedOutputProjection(self.embedding, transposed, self.bias)
+
+    def transposed_matrix(self):
+        """The float32 `[d_model, vocab]` matrix that `hoisted()` multiplies by."""
+        return ops.transpose(ops.cast(self.embedding.embedding_matrix(), "float32"))
 
 
 class TransformerParts:
@@ -77,17 +82,25 @@ class TransformerParts:
             or TiedOutputProjection(model.decoder_embedding, bias=getattr(model, "logits_bias", None)),
         )
 
-    def with_loop_invariants(self):
+    def output_invariant(self):
+        """What `with_loop_invariants` computes from the weights (the transposed tied embedding), or `None` (an
+        untied projection): a caller that decodes over many calls computes it once and passes it back in."""
+        if not isinstance(self.output_projection, TiedOutputProjection):
+            return None
+        return self.output_projection.transposed_matrix()
+
+    def with_loop_invariants(self, invariant=None):
         """These parts with the work that every decoding step would repeat on the weights done once, now.
 
         Decoders call it before their loop (inside `weights_read_once`). With a tied output projection the
         `[vocab, d_model]` embedding matrix is transposed here, once per decoding call, so that no step transposes
-        it again and every step multiplies by a `[d_model, vocab]` matrix. Untied models are returned unchanged.
+        it again and every step multiplies by a `[d_model, vocab]` matrix (or by `invariant`, that matrix from
+        `output_invariant()`). Untied models are returned unchanged.
         """
         if not isinstance(self.output_projection, TiedOutputProjection):
             return self
         parts = copy.copy(self)
-        parts.output_projection = self.output_projection.hoisted()
+        parts.output_projection = self.output_projection.hoisted(invariant)
         return parts
 
     @property
