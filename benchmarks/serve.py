@@ -60,7 +60,7 @@ from common import print_table  # noqa: E402
 
 from keras_transformer.serving.protocol import json_safe  # noqa: E402
 
-ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model")
+ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model", "ours-static")
 DEFAULT_ARTIFACT = os.path.join("saved_models", "quickstart")
 GOAL_CLIENTS = 16
 GOAL_BATCHING = 4.0  # ours >= 4x ours-unbatched requests/s
@@ -83,6 +83,8 @@ def parse_args(argv=None):
     parser.add_argument("--max-batch-size", type=int, default=32, help="the servers' --max-batch-size (ours, ct2)")
     parser.add_argument("--batch-timeout-ms", type=float, default=0.0,
                         help="the servers' --batch-timeout-ms (default 0, the server's)")
+    parser.add_argument("--steps-per-call", type=int, default=2,
+                        help="ours' --steps-per-call (continuous batching: tokens per compiled call)")
     parser.add_argument("--threads", type=int, default=None,
                         help="the servers' --threads (default: each engine's own); the clients run on the same "
                              "cores, so on a small CPU fewer server threads can be faster")
@@ -214,6 +216,8 @@ class Server:
         self.command = cli_command("serve", artifact, "--host", "127.0.0.1", "--port", "0", "--model-name", engine,
                                    "--max-batch-size", str(batch), "--batch-timeout-ms", str(args.batch_timeout_ms),
                                    "--timeout-s", str(args.request_timeout),
+                                   *(["--batching", "static"] if engine in ("ours-static", "ours-unbatched") else
+                                     ["--steps-per-call", str(args.steps_per_call)] if engine == "ours" else []),
                                    *(["--threads", str(args.threads)] if args.threads else []))
         env = dict(os.environ)
         if engine == "ct2":
@@ -225,6 +229,7 @@ class Server:
         self.env = env
         self.process = None
         self.url = None
+        self.ready_s = None
 
     @property
     def pid(self):
@@ -235,11 +240,13 @@ class Server:
         with open(self.log, "w", encoding="utf-8") as out:
             self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
                                             stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
-        deadline = time.monotonic() + timeout
+        begin = time.monotonic()
+        deadline = begin + timeout
         while time.monotonic() < deadline:
             match = READY.search(tail(self.log, 200))
             if match:
                 self.url = match["url"]
+                self.ready_s = time.monotonic() - begin
                 return self.url
             if self.process.poll() is not None:
                 raise RuntimeError(f"the {self.engine} server exited ({self.process.returncode}) before serving; the "
@@ -434,7 +441,8 @@ def print_rows_table(rows):
 
 def measure_engine(server, args, sentences, rows):
     url = server.start(args.startup_timeout)
-    print(f"  {server.engine}: serving at {url} (pid {server.pid}); {describe_load()}", flush=True)
+    print(f"  {server.engine}: serving at {url} (pid {server.pid}) {server.ready_s:.1f} s after it started; "
+          f"{describe_load()}", flush=True)
     check_status(url, args.request_timeout)
     if args.prime:
         count, seconds = prime(url, sentences, server.max_batch_size, args.request_timeout)
@@ -504,7 +512,7 @@ def describe_load():
 
 def run_table(args, sentences, work):
     rows = []
-    artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact}
+    artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact, "ours-static": args.artifact}
     if "ct2" in args.engines:
         print(f"Exporting {args.artifact} to CTranslate2 in {work} ...", flush=True)
         artifacts["ct2"] = export_artifact(args.artifact, work)

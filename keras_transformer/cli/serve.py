@@ -46,7 +46,8 @@ def cmd_serve(args):
     settings = ServerSettings(
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
         max_instances=args.max_instances, max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
-        max_streams=args.max_streams, batching=args.batching)
+        max_streams=args.max_streams, batching=args.batching,
+        steps_per_call=args.steps_per_call)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
     served = load_served_model(args.artifact, args.model_name, decoding, settings)
@@ -120,6 +121,9 @@ def register(sub, common):
                    help="continuous (default): serving_default sentences join the running decode at its next step "
                         "and leave it when they end (one model decoding greedily or by sampling; beam search, "
                         "ensembles and exported artifacts decode batch at a time); static: batch at a time always")
+    p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
+                   help="continuous batching: tokens every slot advances per compiled call (default "
+                        f"{d.steps_per_call}); more save per-call overhead, fewer free a finished slot sooner")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
                    help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
                         "batch at each batch size), so the first requests compile nothing (default on)")

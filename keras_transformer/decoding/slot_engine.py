@@ -15,11 +15,13 @@ at its own position (the decoder step takes one position per row):
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
   cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
   compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
-- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions, and the sources are padded to a
-  width from `source_buckets` (the smallest that holds every live source; the cross-attention caches grow and
-  shrink between steps). The step compiles once per width, alone and with each insert size (powers of four up to
-  `slots`) written in the same call, and a separate insert once per width and size (for arrivals that need more
-  than one insert size); `warm_up()` compiles them all, after which nothing compiles.
+- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions; a step runs on the first 1, 4,
+  16, ... or `slots` rows (the fewest that hold every busy slot; free slots are taken lowest first, so a lone
+  sentence steps one row); sources are padded to a width from `source_buckets` (the smallest that holds every
+  live source: the cross-attention caches grow and shrink between steps). The step compiles once per width and
+  row count, alone and with each insert size (powers of four) written in the same call, and a separate insert
+  once per width and size (for arrivals that need more than one insert size); `warm_up()` compiles them all,
+  after which nothing compiles.
 - TensorFlow compiles with XLA (`tf.function(jit_compile=True)`), JAX with `jax.jit` and the self-attention caches
   donated (written in place); PyTorch runs the same functions eagerly.
 
@@ -42,7 +44,7 @@ from keras_transformer.decoding.sampling import draw_uniforms
 from keras_transformer.decoding.sampling import sample_token
 from keras_transformer.models.ensemble import EnsembleParts
 
-DEFAULT_SOURCE_BUCKETS = (8, 16, 32, 64, 128, 256, 512)
+DEFAULT_SOURCE_BUCKETS = (16, 64, 256, 1024)
 
 
 class SlotRequest:
@@ -165,7 +167,7 @@ class SlotEngine:
         steps_per_call: Python int. Tokens each slot advances per compiled call: more calls fewer dispatches,
             but a sentence that ends inside a call holds its slot until the call returns.
         source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
-            refused. Default powers of two from 8 up to the model's `max_length`.
+            refused. Default 16, 64, 256, ... up to the model's `max_length` (and it).
 
     Example:
 
@@ -189,11 +191,14 @@ class SlotEngine:
         self.steps_per_call = arguments.check_positive_int("steps_per_call", steps_per_call)
         self.filters, self.force_end, self.seed = _settings_of(sampler)
         if source_buckets is None:
-            limit = max(8, int(parts.max_length))
+            limit = max(16, int(parts.max_length))
             source_buckets = [b for b in DEFAULT_SOURCE_BUCKETS if b < limit] + [limit]
         self.source_buckets = tuple(sorted({arguments.check_positive_int("source_buckets", b)
                                             for b in source_buckets}))
         self.insert_sizes = tuple(4 ** i for i in range(16) if 4 ** i <= self.slots)
+        # The step runs on the first n slots only, n the smallest of these that holds every busy slot (free slots are
+        # taken lowest first): a lone sentence steps one row, not `slots`.
+        self.step_sizes = tuple(sorted(set(self.insert_sizes) | {self.slots}))
         self.waiting = collections.deque()
         self.requests = [None] * self.slots  # the request in each slot
         self.compiled_shapes = set()  # (kind, width[, size]) traced so far
@@ -349,11 +354,19 @@ class SlotEngine:
                  sources, slot_ids):
             if sources is not None:
                 cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
+            active = int(last.shape[0])  # the first `active` slots step; the rest are free
+            full_caches = self_caches
+            if active < self.slots:
+                self_caches = [(k[:active], v[:active]) for k, v in self_caches]
+                step_cross = [(k[:active], v[:active]) for k, v in cross_caches]
+                step_mask = source_mask[:active]
+            else:
+                step_cross, step_mask = cross_caches, source_mask
             hoisted = parts.with_loop_invariants(invariant)
             columns = []
             for i in range(steps):  # unrolled: `steps_per_call` is small
                 logits, self_caches = hoisted.decode_step(ops.expand_dims(last, 1), positions, self_caches,
-                                                          cross_caches, source_mask)
+                                                          step_cross, step_mask)
                 logits = logits[:, 0] + bias
                 if filters is None:
                     chosen = loop_ops.first_argmax(logits)
@@ -368,6 +381,10 @@ class SlotEngine:
                                                            ops.greater_equal(positions, max_length - 1)))
                 last = chosen
                 positions = ops.minimum(positions + 1, max_length - 1)
+            if active < self.slots:  # written back into the full caches (in place under XLA)
+                zero = (0, 0, 0, 0)
+                self_caches = [(ops.slice_update(fk, zero, k), ops.slice_update(fv, zero, v))
+                               for (fk, fv), (k, v) in zip(full_caches, self_caches)]
             return ops.stack(columns, axis=1), self_caches, cross_caches, source_mask
 
         return _compile(parts, step, donate=(0, 1, 2))
@@ -388,10 +405,12 @@ class SlotEngine:
         for done, width in enumerate(self.source_buckets, 1):
             self._start(width)
             for size in self.insert_sizes:
-                group = (np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
-                self._insert(*group)
-                self._run_step(np.ones(self.slots, bool), group)
-            self._run_step(np.ones(self.slots, bool))
+                self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
+            for active in self.step_sizes:
+                for size in (None, *(n for n in self.insert_sizes if n <= active)):
+                    group = None if size is None else (np.ones((size, width), "int32"),
+                                                       np.arange(size, dtype="int32"))
+                    self._run_step(np.ones(active, bool), group)
             if progress is not None:
                 progress(done, len(self.source_buckets))
         self._width, self._self_caches, self._cross_caches, self._source_mask = saved
@@ -409,13 +428,14 @@ class SlotEngine:
     def _run_step(self, done, group=None):
         """Advance every slot (after writing `group`, `(sources, slot_ids)`, if given); the new tokens `[slots,
         steps_per_call]` as NumPy."""
-        self.compiled_shapes.add(("step", self._width) if group is None else
-                                 ("step+insert", self._width, len(group[1])))
+        active = len(done)
+        self.compiled_shapes.add(("step", self._width, active) if group is None else
+                                 ("step+insert", self._width, active, len(group[1])))
         function = self._compiled(self._steps, None, self._step_function)
         steps = self.steps_per_call
-        forced = np.zeros((self.slots, steps), "int32")
-        uniforms = np.full((self.slots, steps), 0.5, "float32")
-        for slot, request in enumerate(self.requests):
+        forced = np.zeros((active, steps), "int32")
+        uniforms = np.full((active, steps), 0.5, "float32")
+        for slot, request in enumerate(self.requests[:active]):
             if request is None:
                 continue
             position = int(self._positions[slot])
@@ -426,8 +446,8 @@ class SlotEngine:
                     uniforms[slot, i] = request.uniforms[position + i]
         sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
         tokens, self._self_caches, self._cross_caches, self._source_mask = function(
-            self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last),
-            ops.convert_to_tensor(self._positions), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
+            self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last[:active]),
+            ops.convert_to_tensor(self._positions[:active]), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
             ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
         return np.asarray(ops.convert_to_numpy(tokens))
 
@@ -467,10 +487,12 @@ class SlotEngine:
         group = self._fill_free_slots()
         if not self.live:
             return []
-        done = np.array([request is None for request in self.requests])
+        busy = max(slot for slot, request in enumerate(self.requests) if request is not None) + 1
+        active = next(n for n in self.step_sizes if n >= busy)
+        done = np.array([request is None for request in self.requests[:active]])
         tokens = self._run_step(done, group)
         finished = []
-        for slot, request in enumerate(self.requests):
+        for slot, request in enumerate(self.requests[:active]):
             if request is None:
                 continue
             new = []

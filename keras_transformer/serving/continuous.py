@@ -25,7 +25,7 @@ log = logging.getLogger("keras_transformer.serving")
 ENGINE_SIGNATURE = "serving_default"
 
 
-def engine_for(translator, decoding=None, slots=32):
+def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
     """`(engine, reason)`: a `SlotEngine` that decodes `translator`'s `serving_default` as `decoding` (`beam_size`,
     `length_penalty`, `max_length`) says, or `(None, why not)`."""
     from keras_transformer.decoding.samplers import BeamSampler
@@ -43,7 +43,8 @@ def engine_for(translator, decoding=None, slots=32):
         return None, f"beam search ({sampler.num_beams} beams) decodes batch at a time; --beam-size 1 decodes greedily"
     max_length = decoding.get("max_length") or translator.max_length
     target = translator.target_tokenizer
-    engine = SlotEngine(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler)
+    engine = SlotEngine(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler,
+                        steps_per_call=steps_per_call)
     return engine, None
 
 

@@ -18,16 +18,17 @@ class ServedModel:
         batch_size: sentences the translator decodes together (the engine's slots).
         continuous: decode `serving_default` in a `SlotEngine` (continuous batching) where the translator allows
             it: `engine` is then that engine, else `None` and `engine_note` says why.
+        steps_per_call: tokens the engine advances per compiled call.
     """
 
-    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True):
+    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True, steps_per_call=2):
         from keras_transformer.serving.continuous import engine_for
 
         self.translator, self.name = translator, name
         self.decoding = {k: v for k, v in (decoding or {}).items() if v is not None}
         self.batch_size = batch_size
         self.signatures = [n for n, s in SIGNATURES.items() if translator.supports(s.translator_method)]
-        self.engine, self.engine_note = (engine_for(translator, self.decoding, batch_size) if continuous
+        self.engine, self.engine_note = (engine_for(translator, self.decoding, batch_size, steps_per_call) if continuous
                                          else (None, "--batching static"))
 
     def metadata(self):

@@ -31,7 +31,7 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None):
     if not name or "/" in name or ":" in name:
         raise ValueError(f"model name {name!r}: must be non-empty, without '/' or ':' (--model-name)")
     return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size,
-                       continuous=settings.batching == "continuous")
+                       continuous=settings.batching == "continuous", steps_per_call=settings.steps_per_call)
 
 
 def warm_up_shapes(served, settings):

@@ -23,6 +23,8 @@ class ServerSettings:
             (a `SlotEngine` with `max_batch_size` slots) where the model allows it (one model decoding greedily or
             by sampling), batch at a time otherwise; `"static"`: batch at a time always (a batch runs until its
             longest sentence ends; the next starts after it).
+        steps_per_call: tokens each engine slot advances per compiled call (continuous batching): more save
+            per-call overhead; a sentence that ends inside a call holds its slot until the call returns.
     """
 
     max_batch_size: int = 32
@@ -33,9 +35,11 @@ class ServerSettings:
     timeout_s: float = 60.0
     max_streams: int = 4
     batching: str = "continuous"
+    steps_per_call: int = 2
 
     def __post_init__(self):
-        for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams"):
+        for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams",
+                     "steps_per_call"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
