@@ -117,13 +117,15 @@ def register(sub, common):
     p.add_argument("--threads", type=positive_int, default=None,
                    help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
                         "default: the runtime's own, every core); fewer leave cores to other processes")
-    p.add_argument("--batching", choices=("continuous", "static"), default=d.batching,
-                   help="continuous (default): serving_default sentences join the running decode at its next step "
-                        "and leave it when they end (one model decoding greedily or by sampling; beam search, "
-                        "ensembles and exported artifacts decode batch at a time); static: batch at a time always")
+    p.add_argument("--batching", choices=("static", "continuous"), default=d.batching,
+                   help="static (default): batch at a time; continuous: serving_default sentences join the running "
+                        "decode at its next step and leave it when they end (one model decoding greedily or by "
+                        "sampling; beam search, ensembles and exported artifacts decode batch at a time), and the "
+                        "warm-up compiles fewer programs")
     p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
-                   help="continuous batching: tokens every slot advances per compiled call (default "
-                        f"{d.steps_per_call}); more save per-call overhead, fewer free a finished slot sooner")
+                   help="continuous batching: the most tokens the slots advance per compiled call, which returns "
+                        f"early once a sentence ends (default {d.steps_per_call}); more save per-call overhead, fewer "
+                        "let arriving sentences join sooner")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
                    help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
                         "batch at each batch size), so the first requests compile nothing (default on)")

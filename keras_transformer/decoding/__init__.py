@@ -7,6 +7,9 @@ are also `keras_hub.samplers` subclasses.
 The public functions take a model from `build_transformer` and return int32 token ids. Each has a
 lower-level twin taking a `TransformerParts` that returns full-width, static-shape outputs, for code
 that traces its own function (export): `greedy_search`, `beam_search_with_parts`, `sample_with_parts`.
+
+`SlotEngine` decodes with continuous batching: a fixed number of slots that sentences enter and leave between
+steps (what `keras-transformer serve` runs on).
 """
 
 from keras_transformer.decoding.beam_search import beam_search
@@ -25,6 +28,7 @@ from keras_transformer.decoding.samplers import generate
 from keras_transformer.decoding.samplers import get_sampler
 from keras_transformer.decoding.sampling import sample_decode
 from keras_transformer.decoding.sampling import sample_with_parts
+from keras_transformer.decoding.slot_engine import SlotEngine
 from keras_transformer.decoding.tuning import DecodingSearch
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.decoding.tuning import search_decoding
@@ -36,6 +40,7 @@ __all__ = [
     "GreedySampler",
     "RandomSampler",
     "Sampler",
+    "SlotEngine",
     "StochasticSampler",
     "TopKSampler",
     "TopPSampler",

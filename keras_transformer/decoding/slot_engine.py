@@ -15,8 +15,8 @@ at its own position (the decoder step takes one position per row):
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
   cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
   compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
-- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions; a step runs on the first 1, 4,
-  16, ... or `slots` rows (the fewest that hold every busy slot; free slots are taken lowest first, so a lone
+- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions; a step runs on the first 1,
+  `slots // 4` or `slots` rows (the fewest that hold every busy slot; free slots are taken lowest first, so a lone
   sentence steps one row); sources are padded to a width from `source_buckets` (the smallest that holds every
   live source: the cross-attention caches grow and shrink between steps). The step compiles once per width and
   row count, alone and with each insert size (powers of four) written in the same call, and a separate insert
@@ -164,8 +164,9 @@ class SlotEngine:
         slots: Python int. Rows decoded together (the batch the step runs at).
         sampler: `"greedy"` (default), a `GreedySampler` (its `force_end`) or a sampling sampler (`RandomSampler`,
             `TopKSampler`, `TopPSampler`; each sentence samples with its own random numbers, see `submit`).
-        steps_per_call: Python int. Tokens each slot advances per compiled call: more calls fewer dispatches,
-            but a sentence that ends inside a call holds its slot until the call returns.
+        steps_per_call: Python int. The most tokens each slot advances per compiled call; a call returns early,
+            after the step in which a sentence ends (so its slot is free at once). More: fewer calls (each costs a
+            dispatch from Python); a sentence that arrives meanwhile waits for the call to return.
         source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
             refused. Default 16, 64, 256, ... up to the model's `max_length` (and it).
 
@@ -197,8 +198,8 @@ class SlotEngine:
                                             for b in source_buckets}))
         self.insert_sizes = tuple(4 ** i for i in range(16) if 4 ** i <= self.slots)
         # The step runs on the first n slots only, n the smallest of these that holds every busy slot (free slots are
-        # taken lowest first): a lone sentence steps one row, not `slots`.
-        self.step_sizes = tuple(sorted(set(self.insert_sizes) | {self.slots}))
+        # taken lowest first): a lone sentence steps one row, not `slots`. Three sizes: each is compiled per width.
+        self.step_sizes = tuple(sorted({1, max(1, self.slots // 4), self.slots}))
         self.waiting = collections.deque()
         self.requests = [None] * self.slots  # the request in each slot
         self.compiled_shapes = set()  # (kind, width[, size]) traced so far
@@ -345,13 +346,14 @@ class SlotEngine:
 
     def _step_function(self):
         """One compiled call: optionally write new sources into free slots (`sources`, `slot_ids`, else `None`),
-        then advance every slot by `steps_per_call` tokens. Fusing the insert saves a call per step under load."""
+        then advance every slot by up to `steps_per_call` tokens, stopping once `need` sentences ended.
+        Fusing the insert saves a call per step under load."""
         parts, filters, steps = self.parts, self.filters, self.steps_per_call
         max_length, end_id, force_end = self.max_length, self.end_id, self.force_end
         bias = loop_ops.padding_bias(parts.vocab_size, self.start_id)
 
         def step(self_caches, cross_caches, source_mask, last, positions, done, forced, uniforms, invariant,
-                 sources, slot_ids):
+                 sources, slot_ids, need):
             if sources is not None:
                 cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
             active = int(last.shape[0])  # the first `active` slots step; the rest are free
@@ -363,33 +365,43 @@ class SlotEngine:
             else:
                 step_cross, step_mask = cross_caches, source_mask
             hoisted = parts.with_loop_invariants(invariant)
-            columns = []
-            for i in range(steps):  # unrolled: `steps_per_call` is small
-                logits, self_caches = hoisted.decode_step(ops.expand_dims(last, 1), positions, self_caches,
-                                                          step_cross, step_mask)
+            started = done
+
+            def cond(i, last, positions, done, tokens, caches):
+                # Up to `steps` tokens, but back to the host once `need` sentences ended (their slots are then free).
+                ended = ops.sum(ops.cast(ops.logical_and(done, ops.logical_not(started)), "int32"))
+                return ops.logical_and(ops.less(i, steps), ops.less(ended, need))
+
+            def body(i, last, positions, done, tokens, caches):
+                logits, caches = hoisted.decode_step(ops.expand_dims(last, 1), positions, caches, step_cross,
+                                                     step_mask)
                 logits = logits[:, 0] + bias
                 if filters is None:
                     chosen = loop_ops.first_argmax(logits)
                 else:
-                    chosen = sample_token(logits, uniforms[:, i], parts.vocab_size, *filters)
-                chosen = ops.where(ops.greater(forced[:, i], 0), forced[:, i], ops.cast(chosen, "int32"))
+                    chosen = sample_token(logits, ops.take(uniforms, i, axis=1), parts.vocab_size, *filters)
+                forced_now = ops.take(forced, i, axis=1)
+                chosen = ops.where(ops.greater(forced_now, 0), forced_now, ops.cast(chosen, "int32"))
                 if force_end:
                     chosen = ops.where(ops.equal(positions, max_length - 1), end_id, chosen)
                 chosen = ops.where(done, 0, chosen)
-                columns.append(chosen)
+                tokens = ops.slice_update(tokens, (ops.zeros((), "int32"), i), ops.expand_dims(chosen, 1))
                 done = ops.logical_or(done, ops.logical_or(ops.equal(chosen, end_id),
                                                            ops.greater_equal(positions, max_length - 1)))
-                last = chosen
-                positions = ops.minimum(positions + 1, max_length - 1)
+                return i + 1, chosen, ops.minimum(positions + 1, max_length - 1), done, tokens, caches
+
+            loop = (ops.zeros((), "int32"), last, positions, done, ops.zeros((active, steps), "int32"), self_caches)
+            _, _, _, _, tokens, self_caches = ops.while_loop(cond, body, loop, maximum_iterations=steps)
             if active < self.slots:  # written back into the full caches (in place under XLA)
                 zero = (0, 0, 0, 0)
                 self_caches = [(ops.slice_update(fk, zero, k), ops.slice_update(fv, zero, v))
                                for (fk, fv), (k, v) in zip(full_caches, self_caches)]
-            return ops.stack(columns, axis=1), self_caches, cross_caches, source_mask
+            return tokens, self_caches, cross_caches, source_mask
 
         return _compile(parts, step, donate=(0, 1, 2))
 
     def _compiled(self, table, key, make):
+        """One compiled function per shape `key` (each traces once)."""
         if key not in table:
             table[key] = make()
         return table[key]
@@ -421,7 +433,7 @@ class SlotEngine:
     def _insert(self, sources, slot_ids):
         size, width = sources.shape
         self.compiled_shapes.add(("insert", width, size))
-        function = self._compiled(self._inserts, None, self._insert_function)
+        function = self._compiled(self._inserts, (width, size), self._insert_function)
         _, self._cross_caches, self._source_mask = function(
             self._cross_caches, self._source_mask, ops.convert_to_tensor(sources), ops.convert_to_tensor(slot_ids))
 
@@ -431,12 +443,13 @@ class SlotEngine:
         active = len(done)
         self.compiled_shapes.add(("step", self._width, active) if group is None else
                                  ("step+insert", self._width, active, len(group[1])))
-        function = self._compiled(self._steps, None, self._step_function)
+        function = self._compiled(self._steps, (self._width, active, None if group is None else len(group[1])),
+                                  self._step_function)
         steps = self.steps_per_call
         forced = np.zeros((active, steps), "int32")
         uniforms = np.full((active, steps), 0.5, "float32")
         for slot, request in enumerate(self.requests[:active]):
-            if request is None:
+            if request is None or (request.prefix is None and request.uniforms is None):
                 continue
             position = int(self._positions[slot])
             for i in range(steps):
@@ -448,10 +461,16 @@ class SlotEngine:
         tokens, self._self_caches, self._cross_caches, self._source_mask = function(
             self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last[:active]),
             ops.convert_to_tensor(self._positions[:active]), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
-            ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
+            ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids,
+            ops.convert_to_tensor(np.int32(self._need(active))))
         return np.asarray(ops.convert_to_numpy(tokens))
 
     # Scheduling.
+
+    def _need(self, active):
+        """How many sentences must end before a call returns: one when nothing waits (its request is answered at
+        once); with a queue, as many as wait, up to a quarter of the rows (fewer, larger inserts under load)."""
+        return 1 if not self.waiting else max(1, min(len(self.waiting), active // 4))
 
     def _fill_free_slots(self):
         free = [slot for slot, request in enumerate(self.requests) if request is None]

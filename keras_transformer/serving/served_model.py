@@ -21,7 +21,7 @@ class ServedModel:
         steps_per_call: tokens the engine advances per compiled call.
     """
 
-    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True, steps_per_call=2):
+    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=False, steps_per_call=8):
         from keras_transformer.serving.continuous import engine_for
 
         self.translator, self.name = translator, name

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-BATCHING = ("continuous", "static")
+BATCHING = ("static", "continuous")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,12 +19,14 @@ class ServerSettings:
         max_body_bytes: the largest request body (413 above it).
         timeout_s: a request not answered within it gets 504 (its sentences are dropped if not yet started).
         max_streams: the most `:stream` requests decoding at once (429 beyond it).
-        batching: `"continuous"` (default): `serving_default` sentences join the running decode at its next step
+        batching: `"static"` (default): batch at a time (a batch runs until its longest sentence ends; the next
+            starts after it); `"continuous"`: `serving_default` sentences join the running decode at its next step
             (a `SlotEngine` with `max_batch_size` slots) where the model allows it (one model decoding greedily or
-            by sampling), batch at a time otherwise; `"static"`: batch at a time always (a batch runs until its
-            longest sentence ends; the next starts after it).
-        steps_per_call: tokens each engine slot advances per compiled call (continuous batching): more save
-            per-call overhead; a sentence that ends inside a call holds its slot until the call returns.
+            by sampling). Static is the default because it serves more requests per second on 2-core CPUs
+            (docs/serving.md, "Under load"); continuous is ready sooner (fewer programs to compile).
+        steps_per_call: the most tokens the engine's slots advance per compiled call (continuous batching); a call
+            returns early once a sentence ends. More save per-call overhead; an arriving sentence waits for the
+            running call to return.
     """
 
     max_batch_size: int = 32
@@ -34,8 +36,8 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     timeout_s: float = 60.0
     max_streams: int = 4
-    batching: str = "continuous"
-    steps_per_call: int = 2
+    batching: str = "static"
+    steps_per_call: int = 8
 
     def __post_init__(self):
         for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams",

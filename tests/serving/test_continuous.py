@@ -20,7 +20,7 @@ KEY = ("serving_default", ())
 @pytest.fixture
 def served(served_model):
     """A `ServedModel` of its own (a fresh engine) over the tiny run's translator."""
-    return ServedModel(served_model.translator, "tiny", batch_size=4)
+    return ServedModel(served_model.translator, "tiny", batch_size=4, continuous=True)
 
 
 def _texts():
@@ -83,9 +83,12 @@ def test_after_the_warm_up_no_request_compiles(served):
     assert served.engine.compiled_shapes == compiled
 
 
-def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model):
-    assert ServedModel(served_model.translator, "tiny", continuous=False).engine is None
-    beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2})
+def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model, tiny_run_dir):
+    from keras_transformer.serving import load_served_model
+
+    assert ServedModel(served_model.translator, "tiny").engine is None  # batch at a time by default
+    assert load_served_model(tiny_run_dir, settings=ServerSettings(batching="continuous")).engine is not None
+    beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2}, continuous=True)
     assert beam.engine is None and "beam search" in beam.engine_note
     with pytest.raises(ValueError, match="batching"):
         ServerSettings(batching="dynamic")
