@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import print_table  # noqa: E402
 
-ENGINES = ("static", "engine-k1", "engine-k2", "engine-k4", "ct2-mkl0", "ct2-mkl1")
+ENGINES = ("static", "engine-k1", "engine-k4", "engine-k8", "ct2-mkl0", "ct2-mkl1")
 RESULT = "RESULT "
 
 

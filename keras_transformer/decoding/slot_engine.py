@@ -15,15 +15,9 @@ at its own position (the decoder step takes one position per row):
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
   cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
   compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
-- Shapes are few and fixed: the caches hold `slots` rows of `max_length` positions; a step runs on the first 1,
-  `slots // 4` or `slots` rows (the fewest that hold every busy slot; free slots are taken lowest first, so a lone
-  sentence steps one row); sources are padded to a width from `source_buckets` (the smallest that holds every
-  live source: the cross-attention caches grow and shrink between steps). The step compiles once per width and
-  row count, alone and with each insert size (powers of four) written in the same call, and a separate insert
-  once per width and size (for arrivals that need more than one insert size); `warm_up()` compiles them all,
-  after which nothing compiles.
-- TensorFlow compiles with XLA (`tf.function(jit_compile=True)`), JAX with `jax.jit` and the self-attention caches
-  donated (written in place); PyTorch runs the same functions eagerly.
+- Shapes are few (the step on the first 1, `slots // 4` or `slots` rows, the fewest holding every busy slot; sources
+  padded to a width from `source_buckets`), so `warm_up()` compiles them all and nothing compiles afterwards. The
+  caches are updated in place (`in_place`). docs/decoding.md ("Continuous batching") has the details.
 
 Greedy search and sampling (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`) decode per slot, with
 forced prefixes; a sentence gives the same tokens as the whole-loop decoder gives it, alone or in any batch
@@ -31,126 +25,21 @@ forced prefixes; a sentence gives the same tokens as the whole-loop decoder give
 """
 
 import collections
-import itertools
 
-import keras
 import numpy as np
 from keras import ops
 
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding import loop_ops
-from keras_transformer.decoding.sampling import check_filters
+from keras_transformer.decoding.in_place import compile_in_place
+from keras_transformer.decoding.in_place import state_holder
 from keras_transformer.decoding.sampling import draw_uniforms
 from keras_transformer.decoding.sampling import sample_token
+from keras_transformer.decoding.slot_request import SlotRequest
+from keras_transformer.decoding.slot_request import slot_settings
 from keras_transformer.models.ensemble import EnsembleParts
 
 DEFAULT_SOURCE_BUCKETS = (16, 64, 256, 1024)
-
-
-class SlotRequest:
-    """One sentence in a `SlotEngine`: its source ids, options, and (once `done`) its output `tokens` (int32,
-    `end_id` last when the sentence ended within `max_length`). `tokens_so_far` grows while it decodes."""
-
-    _ids = itertools.count()
-
-    def __init__(self, source, prefix, uniforms, on_tokens):
-        self.id = next(SlotRequest._ids)
-        self.source = source
-        self.prefix = prefix
-        self.uniforms = uniforms
-        self.on_tokens = on_tokens
-        self.tokens_so_far = []
-        self.slot = None
-        self.done = False
-        self.cancelled = False
-
-    @property
-    def tokens(self):
-        return np.asarray(self.tokens_so_far, dtype="int32")
-
-    def __repr__(self):
-        state = "done" if self.done else "cancelled" if self.cancelled else "waiting" if self.slot is None else \
-            f"in slot {self.slot}"
-        return f"SlotRequest(id={self.id}, {len(self.source)} source ids, {len(self.tokens_so_far)} tokens, {state})"
-
-
-def _settings_of(sampler):
-    """`((temperature, top_k, top_p), force_end, seed)` of a greedy or sampling sampler; `None` filters for
-    greedy."""
-    from keras_transformer.decoding.samplers import BeamSampler
-    from keras_transformer.decoding.samplers import GreedySampler
-    from keras_transformer.decoding.samplers import StochasticSampler
-    from keras_transformer.decoding.samplers import get_sampler
-
-    sampler = get_sampler(sampler)
-    if isinstance(sampler, BeamSampler):
-        raise ValueError("SlotEngine decodes greedily or by sampling; beam search (and n-best lists) run in the "
-                         "whole-loop decoders (`generate(..., sampler=BeamSampler(...))`).")
-    if isinstance(sampler, GreedySampler):
-        return None, sampler.force_end, None
-    if isinstance(sampler, StochasticSampler):
-        filters = sampler._filters()
-        return check_filters(sampler.temperature, filters.get("top_k"), filters.get("top_p")), False, sampler.seed
-    raise ValueError(f"SlotEngine cannot decode with {type(sampler).__name__}: it takes greedy or sampling "
-                     "samplers (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`).")
-
-
-def _variables(parts):
-    return list({id(v): v for layer in loop_ops.parts_layers(parts) for v in layer.weights}.values())
-
-
-def _compile(parts, function, donate=()):
-    """`function(*args) -> (result, *new_states)` compiled by the backend, where `new_states` are the new values of
-    the arguments at `donate` (the engine's caches). The compiled function returns `(result, *states)` likewise.
-
-    TensorFlow: XLA (`tf.function(jit_compile=True)`), the states held in `tf.Variable`s (`_holder`) and updated in
-    place (XLA aliases a variable's update to its buffer: no copy of the caches per call). JAX: `jax.jit` with the
-    weights passed as arguments and the states donated (updated in place). PyTorch: the function itself, without
-    autograd."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        def in_place(*args):
-            values = list(args)
-            for i in donate:
-                values[i] = tf.nest.map_structure(lambda variable: variable.read_value(), args[i])
-            result, *states = function(*values)
-            for i, state in zip(donate, states):
-                for variable, value in zip(tf.nest.flatten(args[i]), tf.nest.flatten(state)):
-                    variable.assign(value)
-            return result
-
-        compiled = tf.function(in_place, jit_compile=True, autograph=False)
-        return lambda *args: (compiled(*args), *(args[i] for i in donate))
-    variables = _variables(parts)
-    if backend == "jax":
-        import jax
-
-        def pure(weights, *args):
-            with keras.StatelessScope(state_mapping=list(zip(variables, weights))):
-                return function(*args)
-
-        jitted = jax.jit(pure, donate_argnums=tuple(i + 1 for i in donate))
-        return lambda *args: jitted([v.value for v in variables], *args)
-
-    def eager(*args):
-        import torch
-
-        with torch.no_grad():
-            return function(*args)
-
-    return eager
-
-
-def _holder(value):
-    """Where the engine keeps a cache between calls: a `tf.Variable` on TensorFlow (updated in place by the
-    compiled functions), the array itself elsewhere."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        return tf.Variable(value, trainable=False)
-    return value
 
 
 class SlotEngine:
@@ -190,7 +79,7 @@ class SlotEngine:
         self.max_length, self.start_id, self.end_id = max_length, start_id, end_id
         self.slots = arguments.check_positive_int("slots", slots)
         self.steps_per_call = arguments.check_positive_int("steps_per_call", steps_per_call)
-        self.filters, self.force_end, self.seed = _settings_of(sampler)
+        self.filters, self.force_end, self.seed = slot_settings(sampler)
         if source_buckets is None:
             limit = max(16, int(parts.max_length))
             source_buckets = [b for b in DEFAULT_SOURCE_BUCKETS if b < limit] + [limit]
@@ -286,12 +175,12 @@ class SlotEngine:
     def _start(self, width):
         parts = self.parts
         dtype = parts.decoder_layers[0].compute_dtype
-        self._self_caches = [(_holder(k), _holder(v))
+        self._self_caches = [(state_holder(k), state_holder(v))
                              for k, v in parts.empty_self_attention_caches(self.slots, self.max_length)]
         shape = (self.slots, parts.num_heads, width, parts.head_dim)
-        self._cross_caches = [(_holder(ops.zeros(shape, dtype=dtype)), _holder(ops.zeros(shape, dtype=dtype)))
+        self._cross_caches = [(state_holder(ops.zeros(shape, dtype=dtype)), state_holder(ops.zeros(shape, dtype=dtype)))
                               for _ in parts.decoder_layers]
-        self._source_mask = _holder(ops.zeros((self.slots, width), dtype="bool"))
+        self._source_mask = state_holder(ops.zeros((self.slots, width), dtype="bool"))
         self._refresh_weights()
         self._width = width
 
@@ -317,8 +206,8 @@ class SlotEngine:
         else:
             def fit(x, axis):
                 return x[:, :, :width] if axis == 2 else x[:, :width]
-        self._cross_caches = [(_holder(fit(k, 2)), _holder(fit(v, 2))) for k, v in self._cross_caches]
-        self._source_mask = _holder(fit(self._source_mask, 1))
+        self._cross_caches = [(state_holder(fit(k, 2)), state_holder(fit(v, 2))) for k, v in self._cross_caches]
+        self._source_mask = state_holder(fit(self._source_mask, 1))
         self._width = width
 
     def _needed_width(self, incoming=()):
@@ -342,7 +231,7 @@ class SlotEngine:
         def insert(cross_caches, source_mask, sources, slot_ids):
             return (None, *self._write_sources(cross_caches, source_mask, sources, slot_ids))
 
-        return _compile(self.parts, insert, donate=(0, 1))
+        return compile_in_place(self.parts, insert, donate=(0, 1))
 
     def _step_function(self):
         """One compiled call: optionally write new sources into free slots (`sources`, `slot_ids`, else `None`),
@@ -398,13 +287,7 @@ class SlotEngine:
                                for (fk, fv), (k, v) in zip(full_caches, self_caches)]
             return tokens, self_caches, cross_caches, source_mask
 
-        return _compile(parts, step, donate=(0, 1, 2))
-
-    def _compiled(self, table, key, make):
-        """One compiled function per shape `key` (each traces once)."""
-        if key not in table:
-            table[key] = make()
-        return table[key]
+        return compile_in_place(parts, step, donate=(0, 1, 2))
 
     def warm_up(self, progress=None):
         """Compile every step and insert this engine can run (each source bucket; each insert size), before any
@@ -433,7 +316,9 @@ class SlotEngine:
     def _insert(self, sources, slot_ids):
         size, width = sources.shape
         self.compiled_shapes.add(("insert", width, size))
-        function = self._compiled(self._inserts, (width, size), self._insert_function)
+        if (width, size) not in self._inserts:  # one function per shape: one trace
+            self._inserts[(width, size)] = self._insert_function()
+        function = self._inserts[(width, size)]
         _, self._cross_caches, self._source_mask = function(
             self._cross_caches, self._source_mask, ops.convert_to_tensor(sources), ops.convert_to_tensor(slot_ids))
 
@@ -443,8 +328,8 @@ class SlotEngine:
         active = len(done)
         self.compiled_shapes.add(("step", self._width, active) if group is None else
                                  ("step+insert", self._width, active, len(group[1])))
-        function = self._compiled(self._steps, (self._width, active, None if group is None else len(group[1])),
-                                  self._step_function)
+        key = (self._width, active, None if group is None else len(group[1]))  # one function per shape: one trace
+        function = self._steps[key] if key in self._steps else self._steps.setdefault(key, self._step_function())
         steps = self.steps_per_call
         forced = np.zeros((active, steps), "int32")
         uniforms = np.full((active, steps), 0.5, "float32")
