@@ -9,7 +9,8 @@ reported are the server's alone), answering TF Serving's REST API:
 * `ours-continuous`: the same server with `--batching continuous` (a `SlotEngine`: sentences join the running
   decode at its next step and leave it when they end), `--steps-per-call` as given;
 * `ct2`: the same run exported with `keras-transformer export RUN --ctranslate2 DIR`, served by the same server
-  (CTranslate2 on its oneDNN backend, `CT2_USE_MKL=0`, with passive OpenMP waiting, `OMP_WAIT_POLICY=PASSIVE`);
+  (CTranslate2 on its oneDNN backend, `CT2_USE_MKL=0` unless the environment sets it, with passive OpenMP
+  waiting, `OMP_WAIT_POLICY=PASSIVE`);
 * `saved_model`: the same run exported with `keras-transformer export RUN --saved-model DIR` (the artifact TF
   Serving runs), served by the same server.
 
@@ -223,8 +224,9 @@ class Server:
                                    *(["--threads", str(args.threads)] if args.threads else []))
         env = dict(os.environ)
         if engine == "ct2":
-            # CTranslate2's MKL backend is much slower than its oneDNN one on some AVX-512 CPUs: use the latter.
-            env["CT2_USE_MKL"] = "0"
+            # CTranslate2's MKL backend is much slower than its oneDNN one on some AVX-512 CPUs: the latter by default
+            # (CT2_USE_MKL=1 in the environment measures the other).
+            env.setdefault("CT2_USE_MKL", "0")
             # Its OpenMP threads otherwise spin at every barrier: when the cores are shared (with this script's
             # clients, or anything else), a call then stalls for seconds waiting on a descheduled thread.
             env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -533,7 +535,7 @@ def run_table(args, sentences, work):
     print(f"\n{args.artifact}; {len(sentences)} sentences, one per request; {args.seconds:g} s per row after "
           f"{args.warmup_seconds:g} s of warm-up; servers: --max-batch-size {args.max_batch_size} (ours, ct2), 1 "
           f"(ours-unbatched), --batch-timeout-ms {args.batch_timeout_ms:g}, --threads {args.threads or 'default'}; "
-          "ct2 with CT2_USE_MKL=0, "
+          f"ct2 with CT2_USE_MKL={os.environ.get('CT2_USE_MKL', '0')}, "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}; CPU: {describe_cpu()}")
     print_rows_table(rows)
     kinds = collections.Counter()

@@ -309,8 +309,6 @@ class SlotEngine:
             if progress is not None:
                 progress(done, len(self.source_buckets))
         self._width, self._self_caches, self._cross_caches, self._source_mask = saved
-        if self._width is None:
-            self._self_caches = None
         return len(self.compiled_shapes) - before
 
     def _insert(self, sources, slot_ids):

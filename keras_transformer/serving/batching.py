@@ -22,6 +22,15 @@ class ShuttingDown(Exception):
     """The batcher takes no new work: it is finishing what it accepted."""
 
 
+def check_admission(closing, held, count, max_queued, held_as="waiting"):
+    """Raises `ShuttingDown` once closing, or `QueueFull` if `count` more sentences would make the `held` ones
+    exceed `max_queued` (a request larger than the limit alone is still taken when nothing is held)."""
+    if closing:
+        raise ShuttingDown("the server is shutting down")
+    if held and held + count > max_queued:
+        raise QueueFull(f"{held} sentences are {held_as} (--max-queued {max_queued})")
+
+
 class _Job:
     __slots__ = ("key", "items", "future", "arrival")
 
@@ -63,10 +72,7 @@ class Batcher:
         """
         job = _Job(key, list(items))
         with self._cond:
-            if self._closing:
-                raise ShuttingDown("the server is shutting down")
-            if self._queued and self._queued + len(job.items) > self.max_queued:
-                raise QueueFull(f"{self._queued} sentences are waiting (--max-queued {self.max_queued})")
+            check_admission(self._closing, self._queued, len(job.items), self.max_queued)
             self._queue.append(job)
             self._queued += len(job.items)
             self._cond.notify()

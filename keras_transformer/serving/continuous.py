@@ -12,13 +12,13 @@ batch-at-a-time decoding (`Batcher`).
 """
 
 import collections
+import concurrent.futures
 import logging
 import threading
 
 import numpy as np
 
-from keras_transformer.serving.batching import QueueFull
-from keras_transformer.serving.batching import ShuttingDown
+from keras_transformer.serving.batching import check_admission
 
 log = logging.getLogger("keras_transformer.serving")
 
@@ -68,9 +68,6 @@ class ContinuousBatcher:
     """
 
     def __init__(self, translator, engine, max_queued=1024):
-        import concurrent.futures
-
-        self._futures = concurrent.futures
         self.translator, self.engine, self.max_queued = translator, engine, max_queued
         self._incoming = collections.deque()
         self._accepted = 0  # sentences accepted and not yet answered
@@ -85,13 +82,9 @@ class ContinuousBatcher:
         `concurrent.futures.Future` of one `{"translation": ...}` per item."""
         if key[0] != ENGINE_SIGNATURE:
             raise ValueError(f"the continuous batcher runs {ENGINE_SIGNATURE} only, not {key[0]}")
-        job = _Job([row[0] for row in items], self._futures.Future())
+        job = _Job([row[0] for row in items], concurrent.futures.Future())
         with self._cond:
-            if self._closing:
-                raise ShuttingDown("the server is shutting down")
-            if self._accepted and self._accepted + len(job.texts) > self.max_queued:
-                raise QueueFull(f"{self._accepted} sentences are waiting or decoding (--max-queued "
-                                f"{self.max_queued})")
+            check_admission(self._closing, self._accepted, len(job.texts), self.max_queued, "waiting or decoding")
             self._accepted += len(job.texts)
             self._incoming.append(job)
             self._cond.notify()
@@ -191,7 +184,7 @@ class ContinuousBatcher:
                 job.future.set_exception(error)
             elif results is not None:
                 job.future.set_result(results)
-        except self._futures.InvalidStateError:  # the client gave up meanwhile
+        except concurrent.futures.InvalidStateError:  # the client gave up meanwhile
             pass
 
     def _drop_abandoned(self, jobs):
