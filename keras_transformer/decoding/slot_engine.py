@@ -15,7 +15,7 @@ at its own position (the decoder step takes one position per row):
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
   cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
   compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
-- Shapes are few (the step on the first 1, `slots // 4` or `slots` rows, the fewest holding every busy slot; sources
+- Shapes are few (the step on the first 1, 4, 16, ... or `slots` rows, the fewest holding every busy slot; sources
   padded to a width from `source_buckets`), so `warm_up()` compiles them all and nothing compiles afterwards. The
   caches are updated in place (`in_place`). docs/decoding.md ("Continuous batching") has the details.
 
@@ -87,8 +87,9 @@ class SlotEngine:
                                             for b in source_buckets}))
         self.insert_sizes = tuple(4 ** i for i in range(16) if 4 ** i <= self.slots)
         # The step runs on the first n slots only, n the smallest of these that holds every busy slot (free slots are
-        # taken lowest first): a lone sentence steps one row, not `slots`. Three sizes: each is compiled per width.
-        self.step_sizes = tuple(sorted({1, max(1, self.slots // 4), self.slots}))
+        # taken lowest first): a lone sentence steps one row, not `slots`. Powers of 4 and `slots`, each compiled per
+        # width: a step runs on at most 4x the rows it needs, and there are few shapes to compile.
+        self.step_sizes = tuple(sorted({*self.insert_sizes, self.slots}))
         self.waiting = collections.deque()
         self.requests = [None] * self.slots  # the request in each slot
         self.compiled_shapes = set()  # (kind, width[, size]) traced so far

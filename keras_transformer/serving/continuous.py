@@ -114,8 +114,7 @@ class ContinuousBatcher:
                     self._cond.wait()
                 new = list(self._incoming)
                 self._incoming.clear()
-            for job in new:
-                self._start(job, jobs)
+            self._start_all(new, jobs)
             self._drop_abandoned(jobs)
             if self.engine.idle:
                 continue
@@ -129,25 +128,56 @@ class ContinuousBatcher:
             with self._cond:
                 self._steps += 1
                 self._live_sum += live
+            answered = []
             for request in finished:
                 job, index = jobs.pop(request)
                 job.tokens[index] = request.tokens
                 job.pending -= 1
                 if job.pending == 0:
-                    self._answer(job)
+                    answered.append(job)
+            self._answer(answered)
 
-    def _start(self, job, jobs):
+    def _sources(self, texts):
+        """The engine's source rows of the non-blank `texts`: `(indices, rows)`."""
         from keras_transformer.data.words import is_blank
         from keras_transformer.decoding.translator import pad_source_rows
         from keras_transformer.decoding.translator import tokenize_rows
 
-        if job.future.cancelled():
-            return self._done(job)
-        translator, engine = self.translator, self.engine
+        tokenizer = self.translator.source_tokenizer
+        todo = [i for i, text in enumerate(texts) if not is_blank(text)]
+        rows = tokenize_rows(tokenizer, [texts[i] for i in todo])
+        return todo, (pad_source_rows(rows, tokenizer, self.translator.parts.max_length) if rows else [])
+
+    def _start_all(self, new, jobs):
+        """Tokenizes the arriving requests in one call (each alone if that fails: one request's input fails it
+        alone) and queues their sentences in the engine."""
+        for job in new:
+            if job.future.cancelled():  # the client gave up while it waited
+                self._done(job)
+        new = [job for job in new if not job.future.cancelled()]
+        if len(new) > 1:
+            try:
+                todo, sources = self._sources([text for job in new for text in job.texts])
+            except Exception:  # noqa: BLE001 - some request's input: each is tokenized alone below
+                pass
+            else:
+                by_job = {}
+                where = [(j, i) for j, job in enumerate(new) for i in range(len(job.texts))]
+                for k, source in zip(todo, sources):
+                    j, i = where[k]
+                    by_job.setdefault(j, ([], []))
+                    by_job[j][0].append(i)
+                    by_job[j][1].append(source)
+                for j, job in enumerate(new):
+                    self._start(job, jobs, by_job.get(j, ([], [])))
+                return
+        for job in new:
+            self._start(job, jobs)
+
+    def _start(self, job, jobs, tokenized=None):
+        engine = self.engine
         try:
-            todo = [i for i, text in enumerate(job.texts) if not is_blank(text)]
-            rows = tokenize_rows(translator.source_tokenizer, [job.texts[i] for i in todo])
-            sources = pad_source_rows(rows, translator.source_tokenizer, translator.parts.max_length) if rows else []
+            todo, sources = self._sources(job.texts) if tokenized is None else tokenized
             for i, source in zip(todo, sources):
                 request = engine.submit(source)
                 jobs[request] = (job, i)
@@ -159,20 +189,20 @@ class ContinuousBatcher:
                 jobs.pop(request, None)
             return self._done(job, error=error)
         if job.pending == 0:
-            self._answer(job)
+            self._answer([job])
 
-    def _answer(self, job):
-        detokenize = self.translator.target_tokenizer.detokenize
-        results = [""] * len(job.texts)
-        done = [i for i, tokens in enumerate(job.tokens) if tokens is not None]
-        if done:
-            width = max(len(job.tokens[i]) for i in done)
-            padded = np.zeros((len(done), max(width, 1)), "int32")
-            for row, i in enumerate(done):
+    def _answer(self, answered):
+        """Answers the jobs whose sentences all ended, detokenizing them together in one call."""
+        rows = [(job, i) for job in answered for i, tokens in enumerate(job.tokens) if tokens is not None]
+        texts = {}
+        if rows:
+            padded = np.zeros((len(rows), max(1, max(len(job.tokens[i]) for job, i in rows))), "int32")
+            for row, (job, i) in enumerate(rows):
                 padded[row, : len(job.tokens[i])] = job.tokens[i]
-            for i, text in zip(done, detokenize(padded).numpy()):
-                results[i] = text.decode("utf-8", errors="replace")
-        self._done(job, results=[{"translation": text} for text in results])
+            for (job, i), text in zip(rows, self.translator.target_tokenizer.detokenize(padded).numpy()):
+                texts[(id(job), i)] = text.decode("utf-8", errors="replace")
+        for job in answered:
+            self._done(job, results=[{"translation": texts.get((id(job), i), "")} for i in range(len(job.texts))])
 
     def _done(self, job, results=None, error=None):
         with self._cond:

@@ -45,6 +45,24 @@ def test_requests_joining_the_running_decode_get_the_translators_translations(se
     assert served.engine.idle
 
 
+def test_requests_arriving_together_are_read_together_and_a_bad_one_fails_alone(served):
+    texts = SENTENCES[:3]
+    expected = served.translator.translate(texts)
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
+    try:
+        with batcher._cond:  # the worker takes all of them at once, as a burst of clients arrives
+            good = [batcher.submit(KEY, [(text,)]) for text in texts]
+            bad = batcher.submit(KEY, [(12345,)])  # not text: its tokenizing fails
+            several = batcher.submit(KEY, [(text,) for text in reversed(texts)])
+        assert [future.result(WAIT)[0]["translation"] for future in good] == expected
+        assert [row["translation"] for row in several.result(WAIT)] == expected[::-1]
+        with pytest.raises(Exception):
+            bad.result(WAIT)
+    finally:
+        batcher.close(WAIT)
+    assert served.engine.idle and batcher.stats()["queued"] == 0
+
+
 def test_a_request_whose_client_gave_up_frees_its_slots_and_the_rest_are_answered(served):
     batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
     try:
