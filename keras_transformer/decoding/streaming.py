@@ -35,16 +35,30 @@ def stream_translation(parts, source_ids, start, end, max_length, sampler, detok
     else:
         def choose(logits, step):
             return loop_ops.first_argmax(logits)
-    tokens, emitted, last = [], "", start
-    for step in range(max_length):
-        logits, caches = parts.decode_step(np.array([[last]], dtype="int32"), step, caches, cross_caches,
-                                           padding_mask)
-        last = int(ops.convert_to_numpy(choose(logits[:, 0] + bias, step))[0])
-        if getattr(sampler, "force_end", False) and step == max_length - 1:
-            last = end
-        if last == end:
-            break
-        tokens.append(last)
+
+    def chosen():
+        nonlocal caches
+        last = start
+        for step in range(max_length):
+            logits, caches = parts.decode_step(np.array([[last]], dtype="int32"), step, caches, cross_caches,
+                                               padding_mask)
+            last = int(ops.convert_to_numpy(choose(logits[:, 0] + bias, step))[0])
+            if getattr(sampler, "force_end", False) and step == max_length - 1:
+                last = end
+            if last == end:
+                return
+            yield [last]
+
+    yield from text_pieces(chosen(), detokenize)
+
+
+def text_pieces(new_tokens, detokenize):
+    """The text of tokens decided a few at a time, in pieces: `new_tokens` yields lists of new ids (the end id
+    left out); a piece is yielded once the words in it can no longer change (text up to a space), the rest at the
+    end. `detokenize`: int32 `[1, L]` -> a list with its text."""
+    tokens, emitted = [], ""
+    for new in new_tokens:
+        tokens.extend(new)
         decided = detokenize(np.array([tokens], dtype="int32"))[0]
         decided = decided[: decided.rfind(" ") + 1]  # the last word may still grow
         if len(decided) > len(emitted) and decided.startswith(emitted):

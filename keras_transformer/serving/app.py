@@ -200,10 +200,20 @@ def create_app(served, settings=None):
                 released.set()
                 streams.release()
 
+        try:  # with continuous batching, the sentence decodes in the engine beside the other requests
+            pieces = served.stream(payload["text"]) if engine is None else engine.stream(payload["text"])
+        except QueueFull as error:
+            release()
+            return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
+                                headers={"Retry-After": "1"})
+        except ShuttingDown as error:
+            release()
+            return _error(503, str(error))
+
         def lines():
             try:
                 text = ""
-                for piece in served.stream(payload["text"]):
+                for piece in pieces:
                     text += piece
                     yield json.dumps({"text": piece}) + "\n"
                 yield json.dumps({"translation": text, "done": True}) + "\n"
@@ -211,6 +221,7 @@ def create_app(served, settings=None):
                 log.exception("stream failed")
                 yield json.dumps({"error": str(error)}) + "\n"
             finally:
+                pieces.close()  # a client that left frees the engine's slot
                 release()
 
         # The background task also runs when the client left before the first line (the generator never started).

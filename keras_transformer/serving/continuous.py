@@ -4,7 +4,8 @@ A request's sentences join the running decode at the engine's next step, instead
 them to finish; a sentence that ends frees its slot at once, and the next waiting sentence takes it. One worker
 thread runs the engine (`ContinuousBatcher`), with the same contract as `Batcher`: `submit(key, items)` returns a
 future of one result per item, the queue is bounded (`QueueFull`), `close()` finishes what was accepted. A request
-whose client gave up (its future cancelled: the server's timeout) leaves its slots at the next step.
+whose client gave up (its future cancelled: the server's timeout) leaves its slots at the next step. `stream(text)`
+decodes a `:stream` request in the same slots, its pieces yielded as the engine decides its tokens.
 
 `engine_for(translator, decoding, slots)` makes the engine where it applies: one model (a run, a preset or an
 imported checkpoint) decoding greedily or by sampling. Beam search, ensembles and exported artifacts keep
@@ -14,6 +15,7 @@ batch-at-a-time decoding (`Batcher`).
 import collections
 import concurrent.futures
 import logging
+import queue
 import threading
 
 import numpy as np
@@ -49,10 +51,10 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
 
 
 class _Job:
-    __slots__ = ("texts", "future", "tokens", "pending", "requests")
+    __slots__ = ("texts", "future", "tokens", "pending", "requests", "on_tokens")
 
-    def __init__(self, texts, future):
-        self.texts, self.future = texts, future
+    def __init__(self, texts, future, on_tokens=None):
+        self.texts, self.future, self.on_tokens = texts, future, on_tokens
         self.tokens = [None] * len(texts)
         self.pending = 0
         self.requests = []
@@ -82,13 +84,45 @@ class ContinuousBatcher:
         `concurrent.futures.Future` of one `{"translation": ...}` per item."""
         if key[0] != ENGINE_SIGNATURE:
             raise ValueError(f"the continuous batcher runs {ENGINE_SIGNATURE} only, not {key[0]}")
-        job = _Job([row[0] for row in items], concurrent.futures.Future())
+        return self._queue(_Job([row[0] for row in items], concurrent.futures.Future())).future
+
+    def stream(self, text):
+        """The translation of `text` in pieces as the engine decides its tokens, decoded beside the other requests
+        (`:stream`). Raises `QueueFull` / `ShuttingDown` at once; returns a generator, whose closing (a client that
+        left) frees the sentence's slot."""
+        from keras_transformer.decoding.streaming import text_pieces
+
+        arrived = queue.SimpleQueue()
+        end_id = self.engine.end_id
+        job = self._queue(_Job([text], concurrent.futures.Future(),
+                               on_tokens=lambda request, new: arrived.put([t for t in new if t != end_id])))
+        job.future.add_done_callback(lambda future: arrived.put(None))
+
+        def new_tokens():
+            while (new := arrived.get()) is not None:
+                yield new
+            if not job.future.cancelled() and job.future.exception() is not None:
+                raise job.future.exception()
+
+        def detokenize(tokens):
+            return [t.decode("utf-8", errors="replace") for t in self.translator.target_tokenizer.detokenize(
+                tokens).numpy()]
+
+        def pieces():
+            try:
+                yield from text_pieces(new_tokens(), detokenize)
+            finally:
+                job.future.cancel()  # no effect once answered; else the worker frees its slot
+
+        return pieces()
+
+    def _queue(self, job):
         with self._cond:
             check_admission(self._closing, self._accepted, len(job.texts), self.max_queued, "waiting or decoding")
             self._accepted += len(job.texts)
             self._incoming.append(job)
             self._cond.notify()
-        return job.future
+        return job
 
     def close(self, timeout=None):
         """Takes no more work, finishes every accepted request, and stops the worker (waits up to `timeout` s)."""
@@ -179,7 +213,7 @@ class ContinuousBatcher:
         try:
             todo, sources = self._sources(job.texts) if tokenized is None else tokenized
             for i, source in zip(todo, sources):
-                request = engine.submit(source)
+                request = engine.submit(source, on_tokens=job.on_tokens)
                 jobs[request] = (job, i)
                 job.requests.append(request)
                 job.pending += 1

@@ -1,6 +1,7 @@
 """Continuous batching in the server: `ContinuousBatcher` over a `SlotEngine` of the tiny run."""
 
 import concurrent.futures
+import json
 
 import httpx
 import pytest
@@ -97,8 +98,31 @@ def test_after_the_warm_up_no_request_compiles(served):
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda text: httpx.post(url, json={"instances": [text]}, timeout=WAIT),
                                     _texts()))
+        streamed = []
+        for text in SENTENCES[:2]:  # :stream decodes in the same engine
+            with httpx.stream("POST", f"{server.url}/v1/models/tiny:stream", json={"text": text}, timeout=WAIT) as r:
+                streamed.append([json.loads(line) for line in r.iter_lines() if line])
     assert [a.json()["predictions"][0] for a in answers] == served.translator.translate(_texts())
+    for lines, text in zip(streamed, served.translator.translate(SENTENCES[:2])):
+        assert lines[-1] == {"translation": text, "done": True}
+        assert "".join(line["text"] for line in lines[:-1]) == text
     assert served.engine.compiled_shapes == compiled
+
+
+def test_a_stream_decodes_in_the_engine_and_closing_it_frees_its_slot(served):
+    expected = served.translator.translate([SENTENCES[1], ""])
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
+    try:
+        assert "".join(batcher.stream(SENTENCES[1])) == expected[0]
+        assert list(batcher.stream("")) == []
+        left = batcher.stream(SENTENCES[1] + " " + SENTENCES[2])
+        other = batcher.submit(KEY, [(SENTENCES[0],)])
+        next(left, None)  # the client reads a piece (or none) and leaves
+        left.close()
+        assert other.result(WAIT)[0]["translation"] == served.translator.translate([SENTENCES[0]])[0]
+    finally:
+        batcher.close(WAIT)
+    assert served.engine.idle and batcher.stats()["queued"] == 0
 
 
 def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model, tiny_run_dir):
