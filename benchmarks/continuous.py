@@ -1,10 +1,11 @@
 """Benchmark: continuous batching (`SlotEngine`) against batch-at-a-time decoding and CTranslate2, offline.
 
-The same sentences, the same weights, greedy decoding, each engine in a process of its own (`--threads` CPU
-threads), after a warm-up pass over the same sentences (so no compilation is timed):
+The same sentences, the same weights, greedy decoding (or `--beam-size N` for static and CTranslate2), each
+engine in a process of its own (`--threads` CPU threads), after a warm-up pass over the same sentences (so no
+compilation is timed):
 
-* `static`: `Translator.translate(beam_size=1, batch_size=--slots)`: sentences sorted by length, decoded batch at a
-  time by the XLA-compiled whole loop (a batch runs until its longest row ends);
+* `static`: `Translator.translate(beam_size=--beam-size, batch_size=--slots)`: sentences sorted by length, decoded
+  batch at a time by the XLA-compiled whole loop (a batch runs until its longest row ends);
 * `engine-kN`: `SlotEngine` with `--slots` slots advancing N tokens per compiled call, sentences submitted in
   length order: a row that ends leaves at once and the next sentence takes its slot;
 * `ct2-mkl0` / `ct2-mkl1`: the run exported with `keras-transformer export RUN --ctranslate2 DIR`, translated by
@@ -44,11 +45,19 @@ def parse_args(argv=None):
     parser.add_argument("--slots", type=int, default=32, help="slots of the engine; batch size of the others")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per engine (the median is shown)")
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--engines", nargs="+", default=None, choices=ENGINES,
+                        help="default: all of them (with --beam-size above 1: static, ct2-mkl0, ct2-mkl1)")
+    parser.add_argument("--beam-size", type=int, default=1,
+                        help="beam size of static and CTranslate2 (the engine decodes greedily: above 1, no engine)")
     parser.add_argument("--work", help="directory for the CTranslate2 export (default: a temporary one)")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--engine", help=argparse.SUPPRESS)  # internal: run one engine in this process
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.engines is None:
+        args.engines = [e for e in ENGINES if args.beam_size == 1 or not e.startswith("engine")]
+    if args.beam_size > 1 and any(e.startswith("engine") for e in args.engines):
+        parser.error("the engine decodes greedily: --beam-size above 1 compares static with CTranslate2 only")
+    return args
 
 
 def read_lines(path, count):
@@ -63,12 +72,12 @@ def make_translate(engine, args, ct2_dir):
         from keras_transformer.export.ctranslate2_model import CTranslate2Translator
 
         translator = CTranslate2Translator(ct2_dir, intra_threads=args.threads)
-        return lambda texts: (translator.translate(texts, beam_size=1, batch_size=args.slots), None)
+        return lambda texts: (translator.translate(texts, beam_size=args.beam_size, batch_size=args.slots), None)
     from keras_transformer.translators import load_translator
 
     translator = load_translator(args.run_dir)
     if engine == "static":
-        return lambda texts: (translator.translate(texts, beam_size=1, batch_size=args.slots), None)
+        return lambda texts: (translator.translate(texts, beam_size=args.beam_size, batch_size=args.slots), None)
     import numpy as np
 
     from keras_transformer.decoding.slot_engine import SlotEngine
@@ -123,7 +132,7 @@ def spawn(engine, args, ct2_dir):
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     command = [sys.executable, os.path.abspath(__file__), args.run_dir, "--src", args.src, "--sentences",
                str(args.sentences), "--slots", str(args.slots), "--threads", str(args.threads), "--repeats",
-               str(args.repeats), "--engine", f"{engine}={ct2_dir}"]
+               str(args.repeats), "--beam-size", str(args.beam_size), "--engine", f"{engine}={ct2_dir}"]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     for line in done.stdout.splitlines():
         if line.startswith(RESULT):
@@ -159,7 +168,8 @@ def main(argv=None):
         rows.append([engine, f"{result['seconds']:.2f}", f"{count / result['seconds']:.1f}",
                      "-" if best_ct2 is None else f"{result['seconds'] / best_ct2:.2f}x",
                      "-" if result["busy"] is None else f"{100 * result['busy']:.0f}%", same])
-    print(f"{count} sentences, greedy, {args.slots} slots / batch size, {args.threads} threads; {describe_cpu()}")
+    decoding = "greedy" if args.beam_size == 1 else f"beam {args.beam_size}"
+    print(f"{count} sentences, {decoding}, {args.slots} slots / batch size, {args.threads} threads; {describe_cpu()}")
     print_table(["engine", "seconds", "sentences/s", "x best CT2", "busy slots", "same as static"], rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

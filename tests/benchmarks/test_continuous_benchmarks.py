@@ -52,3 +52,9 @@ def test_continuous_benchmark_prints_a_row_per_engine_with_the_translations_comp
     assert set(rows) >= {"static", "engine-k4", "ct2-mkl0"}, out
     same, total = map(int, re.search(r"(\d+)/(\d+)", rows["engine-k4"]).groups())
     assert same == total > 0, out  # the engine decodes what the sorted batches decode
+
+
+def test_continuous_benchmark_refuses_beam_search_for_the_greedy_engine(tmp_path):
+    code, out = _script("continuous.py", "RUN", "--src", "S", "--beam-size", "4", "--engines", "static", "engine-k4",
+                        cwd=tmp_path)
+    assert code == 2 and "the engine decodes greedily" in out, out
