@@ -124,8 +124,8 @@ def register(sub, common):
                         "warm-up compiles fewer programs")
     p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
                    help="continuous batching: the most tokens the slots advance per compiled call, which returns "
-                        f"early once a sentence ends (default {d.steps_per_call}); more save per-call overhead, fewer "
-                        "let arriving sentences join sooner")
+                        f"early once a quarter of the busy slots ended (default {d.steps_per_call}); more save "
+                        "per-call overhead, fewer let arriving sentences join sooner")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
                    help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
                         "batch at each batch size), so the first requests compile nothing (default on)")

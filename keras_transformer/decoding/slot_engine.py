@@ -54,8 +54,8 @@ class SlotEngine:
         sampler: `"greedy"` (default), a `GreedySampler` (its `force_end`) or a sampling sampler (`RandomSampler`,
             `TopKSampler`, `TopPSampler`; each sentence samples with its own random numbers, see `submit`).
         steps_per_call: Python int. The most tokens each slot advances per compiled call; a call returns early,
-            after the step in which a sentence ends (so its slot is free at once). More: fewer calls (each costs a
-            dispatch from Python); a sentence that arrives meanwhile waits for the call to return.
+            after the step in which a quarter of the busy slots (at least one) have ended. More: fewer calls (each
+            costs a dispatch from Python); a sentence that arrives meanwhile waits for the call to return.
         source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
             refused. Default 16, 64, 256, ... up to the model's `max_length` (and it).
 
@@ -346,15 +346,16 @@ class SlotEngine:
             self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last[:active]),
             ops.convert_to_tensor(self._positions[:active]), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
             ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids,
-            ops.convert_to_tensor(np.int32(self._need(active))))
+            ops.convert_to_tensor(np.int32(self._need())))
         return np.asarray(ops.convert_to_numpy(tokens))
 
     # Scheduling.
 
-    def _need(self, active):
-        """How many sentences must end before a call returns: one when nothing waits (its request is answered at
-        once); with a queue, as many as wait, up to a quarter of the rows (fewer, larger inserts under load)."""
-        return 1 if not self.waiting else max(1, min(len(self.waiting), active // 4))
+    def _need(self):
+        """How many sentences must end before a call returns (else it runs `steps_per_call` tokens): a quarter of
+        the busy slots, at least one. Returning after every sentence that ends pays a call per token under load
+        (measured: up to a third fewer requests/s at 16 and 64 clients, and a longer p99)."""
+        return max(1, self.live // 4)
 
     def _fill_free_slots(self):
         free = [slot for slot, request in enumerate(self.requests) if request is None]

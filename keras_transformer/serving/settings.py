@@ -25,8 +25,8 @@ class ServerSettings:
             by sampling). Static is the default because it serves more requests per second on 2-core CPUs
             (docs/serving.md, "Under load"); continuous is ready sooner (fewer programs to compile).
         steps_per_call: the most tokens the engine's slots advance per compiled call (continuous batching); a call
-            returns early once a sentence ends. More save per-call overhead; an arriving sentence waits for the
-            running call to return.
+            returns early once a quarter of the busy slots ended. More save per-call overhead; an arriving sentence
+            waits for the running call to return.
     """
 
     max_batch_size: int = 32
