@@ -185,27 +185,28 @@ class ContinuousBatcher:
     def _start_all(self, new, jobs):
         """Tokenizes the arriving requests in one call (each alone if that fails: one request's input fails it
         alone) and queues their sentences in the engine."""
+        waiting = []
         for job in new:
             if job.future.cancelled():  # the client gave up while it waited
                 self._done(job)
-        new = [job for job in new if not job.future.cancelled()]
-        if len(new) > 1:
+            else:
+                waiting.append(job)
+        if len(waiting) > 1:
             try:
-                todo, sources = self._sources([text for job in new for text in job.texts])
+                todo, sources = self._sources([text for job in waiting for text in job.texts])
             except Exception:  # noqa: BLE001 - some request's input: each is tokenized alone below
                 pass
             else:
-                by_job = {}
-                where = [(j, i) for j, job in enumerate(new) for i in range(len(job.texts))]
+                owner = [(j, i) for j, job in enumerate(waiting) for i in range(len(job.texts))]
+                tokenized = [([], []) for _ in waiting]  # per job: (indices, source rows)
                 for k, source in zip(todo, sources):
-                    j, i = where[k]
-                    by_job.setdefault(j, ([], []))
-                    by_job[j][0].append(i)
-                    by_job[j][1].append(source)
-                for j, job in enumerate(new):
-                    self._start(job, jobs, by_job.get(j, ([], [])))
+                    j, i = owner[k]
+                    tokenized[j][0].append(i)
+                    tokenized[j][1].append(source)
+                for job, pair in zip(waiting, tokenized):
+                    self._start(job, jobs, pair)
                 return
-        for job in new:
+        for job in waiting:
             self._start(job, jobs)
 
     def _start(self, job, jobs, tokenized=None):
@@ -227,16 +228,16 @@ class ContinuousBatcher:
 
     def _answer(self, answered):
         """Answers the jobs whose sentences all ended, detokenizing them together in one call."""
-        rows = [(job, i) for job in answered for i, tokens in enumerate(job.tokens) if tokens is not None]
-        texts = {}
+        texts = [[""] * len(job.texts) for job in answered]
+        rows = [(a, i) for a, job in enumerate(answered) for i, tokens in enumerate(job.tokens) if tokens is not None]
         if rows:
-            padded = np.zeros((len(rows), max(1, max(len(job.tokens[i]) for job, i in rows))), "int32")
-            for row, (job, i) in enumerate(rows):
-                padded[row, : len(job.tokens[i])] = job.tokens[i]
-            for (job, i), text in zip(rows, self.translator.target_tokenizer.detokenize(padded).numpy()):
-                texts[(id(job), i)] = text.decode("utf-8", errors="replace")
-        for job in answered:
-            self._done(job, results=[{"translation": texts.get((id(job), i), "")} for i in range(len(job.texts))])
+            padded = np.zeros((len(rows), max(1, max(len(answered[a].tokens[i]) for a, i in rows))), "int32")
+            for row, (a, i) in enumerate(rows):
+                padded[row, : len(answered[a].tokens[i])] = answered[a].tokens[i]
+            for (a, i), text in zip(rows, self.translator.target_tokenizer.detokenize(padded).numpy()):
+                texts[a][i] = text.decode("utf-8", errors="replace")
+        for job, job_texts in zip(answered, texts):
+            self._done(job, results=[{"translation": text} for text in job_texts])
 
     def _done(self, job, results=None, error=None):
         with self._cond:
