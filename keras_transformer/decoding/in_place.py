@@ -1,7 +1,7 @@
 """Compiled functions whose cache arguments are updated in place between calls (what `SlotEngine` runs).
 
 `compile_in_place(parts, function, donate)` compiles `function(*args) -> (result, *new_states)` by the backend;
-`state_holder(value)` is where a caller keeps a state between calls.
+`state_holder(value)` is where a caller keeps a state between calls, `store(holder, value)` replaces it.
 """
 
 import keras
@@ -36,7 +36,14 @@ def compile_in_place(parts, function, donate=()):
             return result
 
         compiled = tf.function(in_place, jit_compile=True, autograph=False)
-        return lambda *args: (compiled(*args), *(args[i] for i in donate))
+        concrete = []  # traced on the first call; called directly after (no signature lookup per call)
+
+        def call(*args):
+            if not concrete:
+                concrete.append(compiled.get_concrete_function(*args))
+            return (concrete[0](*args), *(args[i] for i in donate))
+
+        return call
     variables = _variables(parts)
     if backend == "jax":
         import jax
@@ -64,4 +71,13 @@ def state_holder(value):
         import tensorflow as tf
 
         return tf.Variable(value, trainable=False)
+    return value
+
+
+def store(holder, value):
+    """`value` kept where `holder` was: assigned into it on TensorFlow (the same variable, so a compiled function
+    that took it does not trace again), `value` itself elsewhere."""
+    if keras.backend.backend() == "tensorflow":
+        holder.assign(value)
+        return holder
     return value

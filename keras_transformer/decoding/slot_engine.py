@@ -33,6 +33,7 @@ from keras_transformer.decoding import arguments
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.in_place import compile_in_place
 from keras_transformer.decoding.in_place import state_holder
+from keras_transformer.decoding.in_place import store
 from keras_transformer.decoding.sampling import draw_uniforms
 from keras_transformer.decoding.sampling import sample_token
 from keras_transformer.decoding.slot_request import SlotRequest
@@ -58,6 +59,8 @@ class SlotEngine:
             costs a dispatch from Python); a sentence that arrives meanwhile waits for the call to return.
         source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
             refused. Default 16, 64, 256, ... up to the model's `max_length` (and it).
+        fixed_weights: Python bool. `True` where the weights do not change while the engine runs (a server): what
+            the steps share is computed once. Default `False`: again each time the engine resumes after going idle.
 
     Example:
 
@@ -71,7 +74,7 @@ class SlotEngine:
     """
 
     def __init__(self, model, max_length, start_id, end_id, slots=32, sampler="greedy", steps_per_call=1,
-                 source_buckets=None):
+                 source_buckets=None, fixed_weights=False):
         parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
         if isinstance(parts, EnsembleParts):
             raise ValueError("SlotEngine decodes one model; ensembles decode with the whole-loop decoders.")
@@ -95,10 +98,12 @@ class SlotEngine:
         self.compiled_shapes = set()  # (kind, width[, size]) traced so far
         self._positions = np.zeros(self.slots, "int32")
         self._last = np.full(self.slots, start_id, "int32")
-        self._width = None
+        self.fixed_weights = bool(fixed_weights)
+        self._width = None  # the source width the cross-attention state now has
         self._self_caches = None
         self._cross_caches = None
         self._source_mask = None
+        self._parked = {}  # width: (cross caches, source mask) of the widths not in use
         self._invariant = None
         self._steps = {}
         self._inserts = {}
@@ -173,42 +178,45 @@ class SlotEngine:
 
     # Device state.
 
-    def _start(self, width):
+    def _cross_state(self, width):
+        """Zeroed cross-attention caches and source mask for `width` source positions."""
         parts = self.parts
         dtype = parts.decoder_layers[0].compute_dtype
-        self._self_caches = [(state_holder(k), state_holder(v))
-                             for k, v in parts.empty_self_attention_caches(self.slots, self.max_length)]
         shape = (self.slots, parts.num_heads, width, parts.head_dim)
-        self._cross_caches = [(state_holder(ops.zeros(shape, dtype=dtype)), state_holder(ops.zeros(shape, dtype=dtype)))
-                              for _ in parts.decoder_layers]
-        self._source_mask = state_holder(ops.zeros((self.slots, width), dtype="bool"))
-        self._refresh_weights()
-        self._width = width
+        return ([(state_holder(ops.zeros(shape, dtype=dtype)), state_holder(ops.zeros(shape, dtype=dtype)))
+                 for _ in parts.decoder_layers], state_holder(ops.zeros((self.slots, width), dtype="bool")))
 
     def _refresh_weights(self):
         """Computes, from the weights as they are now, what every step would otherwise recompute (the transposed
-        tied embedding): when decoding starts, and again each time the engine resumes after going idle."""
+        tied embedding): when decoding starts, and again each time the engine resumes after going idle (unless
+        `fixed_weights`)."""
         self._invariant = self.parts.output_invariant()
 
     def _resize(self, width):
-        """Cross-attention caches and source mask padded or cut to `width` source positions (what live rows hold
+        """Switch to the cross-attention caches and source mask of `width` source positions (kept per width, so
+        that a compiled function never sees new state). What live rows hold is copied over, padded or cut (what
         fits: only padding is cut)."""
-        if self._width is None:
-            return self._start(width)
+        if self._self_caches is None:
+            self._self_caches = [(state_holder(k), state_holder(v))
+                                 for k, v in self.parts.empty_self_attention_caches(self.slots, self.max_length)]
+            self._refresh_weights()
         if width == self._width:
             return
-        if width > self._width:
-            extra = width - self._width
-
+        if self._width is not None:
+            self._parked[self._width] = (self._cross_caches, self._source_mask)
+        old = (self._cross_caches, self._source_mask)
+        self._cross_caches, self._source_mask = self._parked.pop(width, None) or self._cross_state(width)
+        if self.live and self._width is not None:
             def fit(x, axis):
-                pad = [[0, 0]] * len(x.shape)
-                pad[axis] = [0, extra]
-                return ops.pad(x, pad)
-        else:
-            def fit(x, axis):
+                if width > self._width:
+                    pad = [[0, 0]] * len(x.shape)
+                    pad[axis] = [0, width - self._width]
+                    return ops.pad(x, pad)
                 return x[:, :, :width] if axis == 2 else x[:, :width]
-        self._cross_caches = [(state_holder(fit(k, 2)), state_holder(fit(v, 2))) for k, v in self._cross_caches]
-        self._source_mask = state_holder(fit(self._source_mask, 1))
+
+            self._cross_caches = [(store(k, fit(ok, 2)), store(v, fit(ov, 2)))
+                                  for (k, v), (ok, ov) in zip(self._cross_caches, old[0])]
+            self._source_mask = store(self._source_mask, fit(old[1], 1))
         self._width = width
 
     def _needed_width(self, incoming=()):
@@ -242,8 +250,12 @@ class SlotEngine:
         max_length, end_id, force_end = self.max_length, self.end_id, self.force_end
         bias = loop_ops.padding_bias(parts.vocab_size, self.start_id)
 
-        def step(self_caches, cross_caches, source_mask, last, positions, done, forced, uniforms, invariant,
-                 sources, slot_ids, need):
+        def step(self_caches, cross_caches, source_mask, rows, uniforms, invariant, sources, slot_ids):
+            # `rows` [active, 4 + steps], one conversion per call: each row's last token, position, whether it is
+            # free (1), how many rows must end before the call returns (column 3, the same in every row), then
+            # its forced tokens (0: none).
+            last, positions, done, need = rows[:, 0], rows[:, 1], ops.greater(rows[:, 2], 0), rows[0, 3]
+            forced = rows[:, 4:]
             if sources is not None:
                 cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
             active = int(last.shape[0])  # the first `active` slots step; the rest are free
@@ -297,9 +309,8 @@ class SlotEngine:
         if not self.idle:
             raise RuntimeError("warm_up() runs before any sentence is submitted")
         before = len(self.compiled_shapes)
-        saved = (self._width, self._self_caches, self._cross_caches, self._source_mask)
         for done, width in enumerate(self.source_buckets, 1):
-            self._start(width)
+            self._resize(width)
             for size in self.insert_sizes:
                 self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
             for active in self.step_sizes:
@@ -309,7 +320,6 @@ class SlotEngine:
                     self._run_step(np.ones(active, bool), group)
             if progress is not None:
                 progress(done, len(self.source_buckets))
-        self._width, self._self_caches, self._cross_caches, self._source_mask = saved
         return len(self.compiled_shapes) - before
 
     def _insert(self, sources, slot_ids):
@@ -330,32 +340,22 @@ class SlotEngine:
         key = (self._width, active, None if group is None else len(group[1]))  # one function per shape: one trace
         function = self._steps[key] if key in self._steps else self._steps.setdefault(key, self._step_function())
         steps = self.steps_per_call
-        forced = np.zeros((active, steps), "int32")
-        uniforms = np.full((active, steps), 0.5, "float32")
+        rows = np.zeros((active, 4 + steps), "int32")
+        # A call returns once a quarter of the busy slots (at least one) ended: returning after every sentence that
+        # ends pays a call per token under load (measured: up to a third fewer requests/s at 16 and 64 clients).
+        need = max(1, self.live // 4)
+        rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = self._last[:active], self._positions[:active], done, need
+        uniforms = None if self.filters is None else np.full((active, steps), 0.5, "float32")
         for slot, request in enumerate(self.requests[:active]):
-            if request is None or (request.prefix is None and request.uniforms is None):
-                continue
-            position = int(self._positions[slot])
-            for i in range(steps):
-                if request.prefix is not None and position + i < request.prefix.size:
-                    forced[slot, i] = request.prefix[position + i]
-                if request.uniforms is not None and position + i < self.max_length:
-                    uniforms[slot, i] = request.uniforms[position + i]
+            if request is not None:
+                request.upcoming(rows[slot, 4:], None if uniforms is None else uniforms[slot])
         sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
         tokens, self._self_caches, self._cross_caches, self._source_mask = function(
-            self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(self._last[:active]),
-            ops.convert_to_tensor(self._positions[:active]), ops.convert_to_tensor(done), ops.convert_to_tensor(forced),
-            ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids,
-            ops.convert_to_tensor(np.int32(self._need())))
+            self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(rows),
+            None if uniforms is None else ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
         return np.asarray(ops.convert_to_numpy(tokens))
 
     # Scheduling.
-
-    def _need(self):
-        """How many sentences must end before a call returns (else it runs `steps_per_call` tokens): a quarter of
-        the busy slots, at least one. Returning after every sentence that ends pays a call per token under load
-        (measured: up to a third fewer requests/s at 16 and 64 clients, and a longer p99)."""
-        return max(1, self.live // 4)
 
     def _fill_free_slots(self):
         free = [slot for slot, request in enumerate(self.requests) if request is None]
@@ -364,7 +364,7 @@ class SlotEngine:
             incoming.append(self.waiting.popleft())
         if not incoming:
             return None
-        if not self.live and self._width is not None:
+        if not self.live and self._width is not None and not self.fixed_weights:
             self._refresh_weights()
         self._resize(self._needed_width(incoming))
         chosen = free[: len(incoming)]

@@ -24,6 +24,17 @@ class SlotRequest:
         self.done = False
         self.cancelled = False
 
+    def upcoming(self, forced, uniforms):
+        """Write this sentence's forced tokens (its prefix; 0: none) and random numbers for its next positions
+        into `forced` and `uniforms` (`None` where it does not sample), both `[steps]`."""
+        position = len(self.tokens_so_far)
+        if self.prefix is not None:
+            ahead = self.prefix[position: position + len(forced)]
+            forced[: len(ahead)] = ahead
+        if self.uniforms is not None and uniforms is not None:
+            ahead = self.uniforms[position: position + len(uniforms)]
+            uniforms[: len(ahead)] = ahead
+
     @property
     def tokens(self):
         return np.asarray(self.tokens_so_far, dtype="int32")

@@ -46,7 +46,7 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
     max_length = decoding.get("max_length") or translator.max_length
     target = translator.target_tokenizer
     engine = SlotEngine(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler,
-                        steps_per_call=steps_per_call)
+                        steps_per_call=steps_per_call, fixed_weights=True)
     return engine, None
 
 
