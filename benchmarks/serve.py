@@ -3,11 +3,12 @@
 Each engine is a `keras-transformer serve` process of its own on 127.0.0.1 (so the CPU time and resident memory
 reported are the server's alone), answering TF Serving's REST API:
 
-* `ours`: ARTIFACT as given (a run directory by default), batching concurrent requests (`--max-batch-size`,
-  `--batch-timeout-ms`);
-* `ours-unbatched`: the same server with `--max-batch-size 1`: one request decoded at a time;
-* `ours-continuous`: the same server with `--batching continuous` (a `SlotEngine`: sentences join the running
-  decode at its next step and leave it when they end), `--steps-per-call` as given;
+* `ours`: ARTIFACT as given (a run directory by default) with the server's default continuous batching (a
+  `SlotEngine` of `--max-batch-size` slots: sentences join the running decode at its next step and leave it when
+  they end; `--steps-per-call` as given) where the artifact allows it, else batch at a time;
+* `ours-unbatched`: the same server with `--batching static --max-batch-size 1`: one request decoded at a time;
+* `ours-static`: the same server with `--batching static`: batch at a time (`--max-batch-size`,
+  `--batch-timeout-ms`), each batch decoded until its longest sentence ends;
 * `ct2`: the same run exported with `keras-transformer export RUN --ctranslate2 DIR`, served by the same server
   (CTranslate2 on its oneDNN backend, `CT2_USE_MKL=0` unless the environment sets it, with passive OpenMP
   waiting, `OMP_WAIT_POLICY=PASSIVE`);
@@ -63,7 +64,7 @@ from common import print_table  # noqa: E402
 
 from keras_transformer.serving.protocol import json_safe  # noqa: E402
 
-ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model", "ours-continuous")
+ENGINES = ("ours", "ours-unbatched", "ct2", "saved_model", "ours-static")
 DEFAULT_ARTIFACT = os.path.join("saved_models", "quickstart")
 GOAL_CLIENTS = 16
 GOAL_BATCHING = 4.0  # ours >= 4x ours-unbatched requests/s
@@ -87,7 +88,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-timeout-ms", type=float, default=0.0,
                         help="the servers' --batch-timeout-ms (default 0, the server's)")
     parser.add_argument("--steps-per-call", type=int, default=8,
-                        help="ours-continuous' --steps-per-call (the most tokens per compiled call)")
+                        help="ours' --steps-per-call (the most tokens per compiled call)")
     parser.add_argument("--threads", type=int, default=None,
                         help="the servers' --threads (default: each engine's own); the clients run on the same "
                              "cores, so on a small CPU fewer server threads can be faster")
@@ -219,8 +220,8 @@ class Server:
         self.command = cli_command("serve", artifact, "--host", "127.0.0.1", "--port", "0", "--model-name", engine,
                                    "--max-batch-size", str(batch), "--batch-timeout-ms", str(args.batch_timeout_ms),
                                    "--timeout-s", str(args.request_timeout),
-                                   *(["--batching", "continuous", "--steps-per-call", str(args.steps_per_call)]
-                                     if engine == "ours-continuous" else []),
+                                   *(["--steps-per-call", str(args.steps_per_call)] if engine == "ours" else []),
+                                   *(["--batching", "static"] if engine in ("ours-unbatched", "ours-static") else []),
                                    *(["--threads", str(args.threads)] if args.threads else []))
         env = dict(os.environ)
         if engine == "ct2":
@@ -516,7 +517,7 @@ def describe_load():
 
 def run_table(args, sentences, work):
     rows = []
-    artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact, "ours-continuous": args.artifact}
+    artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact, "ours-static": args.artifact}
     if "ct2" in args.engines:
         print(f"Exporting {args.artifact} to CTranslate2 in {work} ...", flush=True)
         artifacts["ct2"] = export_artifact(args.artifact, work)

@@ -1,6 +1,10 @@
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# What the commands keep between runs (`serve`'s compilation cache) goes to a directory of the test run, not the
+# user's cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="keras-transformer-tests-cache-")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import keras  # noqa: E402

@@ -34,6 +34,13 @@ def cmd_serve(args):
     from keras_transformer.serving import warm_up
     from keras_transformer.serving import warm_up_shapes
 
+    if args.compile_cache is not None:  # before TensorFlow's first computation, which reads its XLA flags
+        from keras_transformer.decoding.compile_cache import enable_compile_cache
+
+        try:
+            enable_compile_cache(args.compile_cache or None)
+        except OSError as error:
+            raise SystemExit(f"keras-transformer serve: {error.strerror} (--compile-cache DIR, or --no-compile-cache)")
     if args.threads:
         import os
 
@@ -118,14 +125,21 @@ def register(sub, common):
                    help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
                         "default: the runtime's own, every core); fewer leave cores to other processes")
     p.add_argument("--batching", choices=("static", "continuous"), default=d.batching,
-                   help="static (default): batch at a time; continuous: serving_default sentences join the running "
-                        "decode at its next step and leave it when they end (one model decoding greedily or by "
-                        "sampling; beam search, ensembles and exported artifacts decode batch at a time), and the "
-                        "warm-up compiles fewer programs")
+                   help="continuous (default): serving_default sentences join the running decode at its next step "
+                        "and leave it when they end, where one model decodes greedily or by sampling (beam search, "
+                        "ensembles, exported artifacts and the other signatures decode batch at a time); static: "
+                        "everything batch at a time (a batch runs until its longest sentence ends)")
     p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
                    help="continuous batching: the most tokens the slots advance per compiled call, which returns "
                         f"early once a quarter of the busy slots ended (default {d.steps_per_call}); more save "
                         "per-call overhead, fewer let arriving sentences join sooner")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--compile-cache", metavar="DIR", default="",
+                       help="keep the programs the warm-up compiles in DIR, so that a restart of the same model reads "
+                            "them back instead of compiling them (TensorFlow's XLA and JAX; default "
+                            "$XDG_CACHE_HOME/keras_transformer/compiled, else ~/.cache/keras_transformer/compiled)")
+    cache.add_argument("--no-compile-cache", dest="compile_cache", action="store_const", const=None,
+                       help="compile everything afresh and keep nothing on disk")
     p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
                    help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
                         "batch at each batch size), so the first requests compile nothing (default on)")

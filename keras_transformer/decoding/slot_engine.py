@@ -108,8 +108,6 @@ class SlotEngine:
         self._steps = {}
         self._inserts = {}
 
-    # Queue and slots.
-
     def submit(self, source, prefix=None, uniforms=None, seed=None, on_tokens=None):
         """Queue one sentence; it enters a free slot at the next `step`. Returns its `SlotRequest`.
 
@@ -175,8 +173,6 @@ class SlotEngine:
 
     def _bucket(self, width):
         return next(b for b in self.source_buckets if b >= width)
-
-    # Device state.
 
     def _cross_state(self, width):
         """Zeroed cross-attention caches and source mask for `width` source positions."""
@@ -355,8 +351,6 @@ class SlotEngine:
             None if uniforms is None else ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
         return np.asarray(ops.convert_to_numpy(tokens))
 
-    # Scheduling.
-
     def _fill_free_slots(self):
         free = [slot for slot, request in enumerate(self.requests) if request is None]
         incoming = []
@@ -373,14 +367,22 @@ class SlotEngine:
             self.requests[slot] = request
             self._positions[slot] = 0
             self._last[slot] = self.start_id
-        groups, start = [], 0
-        for size in sorted(self.insert_sizes, reverse=True):  # n = a sum of insert sizes, largest first
-            while len(incoming) - start >= size:
-                sources = np.zeros((size, self._width), "int32")
-                for row, request in enumerate(incoming[start:start + size]):
-                    sources[row, : len(request.source)] = request.source
-                groups.append((sources, np.asarray(chosen[start:start + size], "int32")))
-                start += size
+        # Few insert calls: n sentences go in groups of an insert size, the smallest that holds the rest when enough
+        # free slots remain to pad it (a pad row copies a real one into a free slot, which stays free), else the
+        # largest that fits them.
+        groups, start, spare = [], 0, free[len(incoming):]
+        while start < len(incoming):
+            rest = len(incoming) - start
+            size = next((n for n in self.insert_sizes if n >= rest and n - rest <= len(spare)), None) or \
+                max(n for n in self.insert_sizes if n <= rest)
+            real = min(size, rest)
+            pads, spare = spare[: size - real], spare[size - real:]
+            rows = incoming[start:start + real]
+            sources = np.zeros((size, self._width), "int32")
+            for row, request in enumerate(rows + rows[:1] * len(pads)):
+                sources[row, : len(request.source)] = request.source
+            groups.append((sources, np.asarray(chosen[start:start + real] + pads, "int32")))
+            start += real
         for group in groups[:-1]:
             self._insert(*group)
         return groups[-1]  # written by the step itself
@@ -426,13 +428,10 @@ class SlotEngine:
         return finished
 
     def run(self, sources, prefixes=None, uniforms=None, arrivals=None):
-        """Decode every source (its own row of ids; 0s at the end are padding) and return the outputs in order,
-        each an int32 array of at most `max_length` tokens (`end_id` last if it ended).
-
-        `prefixes` and `uniforms` give each source's forced prefix and random numbers (see `submit`); `arrivals`
-        gives, per source, the step before which it is submitted (default all at once), to decode sentences that
-        join a running batch.
-        """
+        """Decode every source (a row of ids; 0s at the end are padding); the outputs in order, each an int32 array
+        of at most `max_length` tokens (`end_id` last if it ended). `prefixes` and `uniforms`: each source's forced
+        prefix and random numbers (see `submit`); `arrivals`: per source, the step before which it is submitted
+        (default all at once), to decode sentences that join a running batch."""
         count = len(sources)
         arrivals = [0] * count if arrivals is None else [int(a) for a in arrivals]
         order = sorted(range(count), key=lambda i: arrivals[i])

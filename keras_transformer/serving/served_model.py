@@ -16,12 +16,12 @@ class ServedModel:
         name: the model name in `/v1/models/NAME`.
         decoding: `translate` keywords every request decodes with (`beam_size`, `length_penalty`, `max_length`).
         batch_size: sentences the translator decodes together (the engine's slots).
-        continuous: decode `serving_default` in a `SlotEngine` (continuous batching) where the translator allows
-            it: `engine` is then that engine, else `None` and `engine_note` says why.
+        continuous: decode `serving_default` in a `SlotEngine` (continuous batching; default) where the translator
+            allows it: `engine` is then that engine, else `None` and `engine_note` says why.
         steps_per_call: tokens the engine advances per compiled call.
     """
 
-    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=False, steps_per_call=8):
+    def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True, steps_per_call=8):
         from keras_transformer.serving.continuous import engine_for
 
         self.translator, self.name = translator, name

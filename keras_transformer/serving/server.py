@@ -59,6 +59,8 @@ def warm_up(served, settings, progress=None):
     shapes = warm_up_shapes(served, settings)
     if getattr(served, "engine", None) is not None:  # every step and insert the engine runs, compiled once
         served.engine.warm_up(progress=progress)
+        translator = served.translator  # and the tokenizers' traced functions, which the engine's requests call
+        translator.target_tokenizer.detokenize(translator.source_tokenizer.tokenize(["warm up", "a"]))
         return time.perf_counter() - begin
     for done, (size, width) in enumerate(shapes, 1):
         text = " ".join(["a"] * max(1, width - 2))  # about one token per word: `width` with [START] and [END]

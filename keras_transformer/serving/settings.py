@@ -19,11 +19,10 @@ class ServerSettings:
         max_body_bytes: the largest request body (413 above it).
         timeout_s: a request not answered within it gets 504 (its sentences are dropped if not yet started).
         max_streams: the most `:stream` requests decoding at once (429 beyond it).
-        batching: `"static"` (default): batch at a time (a batch runs until its longest sentence ends; the next
-            starts after it); `"continuous"`: `serving_default` sentences join the running decode at its next step
-            (a `SlotEngine` with `max_batch_size` slots) where the model allows it (one model decoding greedily or
-            by sampling). Static is the default because it serves more requests per second on 2-core CPUs
-            (docs/serving.md, "Under load"); continuous is ready sooner (fewer programs to compile).
+        batching: `"continuous"` (default): `serving_default` sentences join the running decode at its next step
+            and leave it when they end (a `SlotEngine` with `max_batch_size` slots), where the model allows it (one
+            model decoding greedily or by sampling; the rest decodes batch at a time); `"static"`: batch at a time
+            (a batch runs until its longest sentence ends; the next starts after it), for comparison.
         steps_per_call: the most tokens the engine's slots advance per compiled call (continuous batching); a call
             returns early once a quarter of the busy slots ended. More save per-call overhead; an arriving sentence
             waits for the running call to return.
@@ -36,7 +35,7 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     timeout_s: float = 60.0
     max_streams: int = 4
-    batching: str = "static"
+    batching: str = "continuous"
     steps_per_call: int = 8
 
     def __post_init__(self):

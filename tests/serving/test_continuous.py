@@ -128,8 +128,8 @@ def test_a_stream_decodes_in_the_engine_and_closing_it_frees_its_slot(served):
 def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model, tiny_run_dir):
     from keras_transformer.serving import load_served_model
 
-    assert ServedModel(served_model.translator, "tiny").engine is None  # batch at a time by default
-    assert load_served_model(tiny_run_dir, settings=ServerSettings(batching="continuous")).engine is not None
+    assert ServedModel(served_model.translator, "tiny").engine is not None  # continuous by default
+    assert load_served_model(tiny_run_dir, settings=ServerSettings(batching="static")).engine is None
     beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2}, continuous=True)
     assert beam.engine is None and "beam search" in beam.engine_note
     with pytest.raises(ValueError, match="batching"):
