@@ -1,10 +1,13 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # What the commands keep between runs (`serve`'s compilation cache) goes to a directory of the test run, not the
 # user's cache.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="keras-transformer-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE = tempfile.mkdtemp(prefix="keras-transformer-tests-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import keras  # noqa: E402

@@ -5,7 +5,7 @@ the same model on the same machine reads them back instead of compiling them aga
 executables (`TF_XLA_FLAGS=--tf_xla_persistent_cache_directory`), JAX its own (`jax_compilation_cache_dir`); PyTorch
 compiles nothing. An entry is keyed by the program and the device, so models and machines sharing a directory do not
 clash; what changes a program (a model's shapes, a new TensorFlow) makes new entries, and old ones are never read
-again (delete the directory to reclaim the space: tens of MB per model).
+again (delete the directory to reclaim the space: tens to a few hundred MB per model and setting).
 """
 
 import os
