@@ -13,8 +13,8 @@ at its own position (the decoder step takes one position per row):
 
 - `submit` queues a sentence (its source ids; optionally a forced target prefix, and the random numbers it samples
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
-  cross-attention keys/values into those slots) and then advances every slot by `steps_per_call` tokens in one
-  compiled call; sentences that ended come back from `step`, and their slots are free for the next one.
+  cross-attention keys/values into those slots; one sentence in the step's own call) and then advances every slot
+  by `steps_per_call` tokens in one compiled call; sentences that ended come back from `step`, their slots free.
 - Shapes are few (the step on the first 1, 4, 16, ... or `slots` rows, the fewest holding every busy slot; sources
   padded to a width from `source_buckets`), so `warm_up()` compiles them all and nothing compiles afterwards. The
   caches are updated in place (`in_place`). docs/decoding.md ("Continuous batching") has the details.
@@ -40,7 +40,8 @@ from keras_transformer.decoding.slot_request import SlotRequest
 from keras_transformer.decoding.slot_request import slot_settings
 from keras_transformer.models.ensemble import EnsembleParts
 
-DEFAULT_SOURCE_BUCKETS = (16, 64, 256, 1024)
+DEFAULT_SOURCE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+FUSED_INSERT_SIZES = (1,)  # inserts the step itself also runs (the common one under load); the others run alone
 
 
 class SlotEngine:
@@ -58,7 +59,7 @@ class SlotEngine:
             after the step in which a quarter of the busy slots (at least one) have ended. More: fewer calls (each
             costs a dispatch from Python); a sentence that arrives meanwhile waits for the call to return.
         source_buckets: ascending Python ints, the source widths the engine compiles for; a longer source is
-            refused. Default 16, 64, 256, ... up to the model's `max_length` (and it).
+            refused. Default 16, 32, 64, 128, ... up to the model's `max_length` (and it).
         fixed_weights: Python bool. `True` where the weights do not change while the engine runs (a server): what
             the steps share is computed once. Default `False`: again each time the engine resumes after going idle.
 
@@ -310,7 +311,7 @@ class SlotEngine:
             for size in self.insert_sizes:
                 self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
             for active in self.step_sizes:
-                for size in (None, *(n for n in self.insert_sizes if n <= active)):
+                for size in (None, *(n for n in FUSED_INSERT_SIZES if n <= active)):
                     group = None if size is None else (np.ones((size, width), "int32"),
                                                        np.arange(size, dtype="int32"))
                     self._run_step(np.ones(active, bool), group)
@@ -383,9 +384,10 @@ class SlotEngine:
                 sources[row, : len(request.source)] = request.source
             groups.append((sources, np.asarray(chosen[start:start + real] + pads, "int32")))
             start += real
-        for group in groups[:-1]:
+        fused = groups.pop() if len(groups[-1][1]) in FUSED_INSERT_SIZES else None  # written by the step itself
+        for group in groups:
             self._insert(*group)
-        return groups[-1]  # written by the step itself
+        return fused
 
     def step(self):
         """Fill free slots from the queue, then advance every slot by `steps_per_call` tokens. Returns the requests
