@@ -20,7 +20,10 @@ def compile_in_place(parts, function, donate=()):
     TensorFlow: XLA (`tf.function(jit_compile=True)`), the states held in `tf.Variable`s (`state_holder`) and updated in
     place (XLA aliases a variable's update to its buffer: no copy of the caches per call). JAX: `jax.jit` with the
     weights passed as arguments and the states donated (updated in place). PyTorch: the function itself, without
-    autograd."""
+    autograd.
+
+    On TensorFlow the compiled function is traced for the shapes of its first call and takes those shapes only (a
+    call with others is refused): make one per shape, as `SlotEngine` does."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
