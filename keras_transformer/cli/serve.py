@@ -126,8 +126,9 @@ def register(sub, common):
                         "default: the runtime's own, every core); fewer leave cores to other processes")
     p.add_argument("--batching", choices=("static", "continuous"), default=d.batching,
                    help="continuous (default): serving_default sentences join the running decode at its next step "
-                        "and leave it when they end, where one model decodes greedily or by sampling (beam search, "
-                        "ensembles, exported artifacts and the other signatures decode batch at a time); static: "
+                        "and leave it when they end, where one model decodes (greedy, sampling, or beam search with a "
+                        "slot's rows for its beams; ensembles, exported artifacts and the other signatures decode "
+                        "batch at a time); static: "
                         "everything batch at a time (a batch runs until its longest sentence ends)")
     p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
                    help="continuous batching: the most tokens the slots advance per compiled call, which returns "

@@ -9,12 +9,14 @@ lower-level twin taking a `TransformerParts` that returns full-width, static-sha
 that traces its own function (export): `greedy_search`, `beam_search_with_parts`, `sample_with_parts`.
 
 `SlotEngine` decodes with continuous batching: a fixed number of slots that sentences enter and leave between
-steps (what `keras-transformer serve` runs on).
+steps (what `keras-transformer serve` runs on); `BeamSlotEngine` does the same for beam search, a sentence's
+beams in a group of rows.
 """
 
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.beam_search import beam_search_with_parts
 from keras_transformer.decoding.beam_search import gnmt_length_penalty
+from keras_transformer.decoding.beam_slot_engine import BeamSlotEngine
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.greedy import greedy_search
 from keras_transformer.decoding.samplers import BeamSampler
@@ -35,6 +37,7 @@ from keras_transformer.decoding.tuning import search_decoding
 
 __all__ = [
     "BeamSampler",
+    "BeamSlotEngine",
     "DecodingSearch",
     "DecodingSettings",
     "GreedySampler",

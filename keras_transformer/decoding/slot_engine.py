@@ -21,7 +21,8 @@ at its own position (the decoder step takes one position per row):
 
 Greedy search and sampling (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`) decode per slot, with
 forced prefixes; a sentence gives the same tokens as the whole-loop decoder gives it, alone or in any batch
-(sampling: with the same random numbers, `uniforms`). Beam search and n-best lists use the whole-loop decoders.
+(sampling: with the same random numbers, `uniforms`). Beam search (and n-best lists) decode in a `BeamSlotEngine`,
+where a sentence takes a group of slots, one per beam.
 """
 
 import collections
@@ -34,9 +35,8 @@ from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.in_place import compile_in_place
 from keras_transformer.decoding.in_place import state_holder
 from keras_transformer.decoding.in_place import store
-from keras_transformer.decoding.sampling import draw_uniforms
 from keras_transformer.decoding.sampling import sample_token
-from keras_transformer.decoding.slot_request import SlotRequest
+from keras_transformer.decoding.slot_request import checked_request
 from keras_transformer.decoding.slot_request import slot_settings
 from keras_transformer.models.ensemble import EnsembleParts
 
@@ -74,6 +74,8 @@ class SlotEngine:
     (3, True)
     """
 
+    beam = 1  # decoder rows per sentence (`BeamSlotEngine`: its beams)
+
     def __init__(self, model, max_length, start_id, end_id, slots=32, sampler="greedy", steps_per_call=1,
                  source_buckets=None, fixed_weights=False):
         parts, max_length, start_id, end_id = arguments.check_decoding_args(model, max_length, start_id, end_id)
@@ -83,7 +85,7 @@ class SlotEngine:
         self.max_length, self.start_id, self.end_id = max_length, start_id, end_id
         self.slots = arguments.check_positive_int("slots", slots)
         self.steps_per_call = arguments.check_positive_int("steps_per_call", steps_per_call)
-        self.filters, self.force_end, self.seed = slot_settings(sampler)
+        self._configure(sampler)
         if source_buckets is None:
             limit = max(16, int(parts.max_length))
             source_buckets = [b for b in DEFAULT_SOURCE_BUCKETS if b < limit] + [limit]
@@ -109,6 +111,9 @@ class SlotEngine:
         self._steps = {}
         self._inserts = {}
 
+    def _configure(self, sampler):
+        self.filters, self.force_end, self.seed = slot_settings(sampler)
+
     def submit(self, source, prefix=None, uniforms=None, seed=None, on_tokens=None):
         """Queue one sentence; it enters a free slot at the next `step`. Returns its `SlotRequest`.
 
@@ -121,30 +126,8 @@ class SlotEngine:
                 else a fresh seed).
             on_tokens: optional callable `(request, new_tokens)`, called after each step that gave it tokens.
         """
-        source = np.asarray(source).astype("int32").reshape(-1)
-        nonzero = np.flatnonzero(source)
-        source = source[: nonzero[-1] + 1] if nonzero.size else source[:0]
-        if source.size == 0:
-            raise ValueError("A sentence to decode needs at least one source id (0 is padding).")
-        if source.size > self.source_buckets[-1]:
-            raise ValueError(f"The source has {source.size} ids; this engine holds at most "
-                             f"{self.source_buckets[-1]} (its largest source bucket).")
-        if prefix is not None:
-            prefix = np.asarray(prefix).astype("int32").reshape(-1)
-            if prefix.size >= self.max_length or np.any(prefix <= 0):
-                raise ValueError(f"A prefix holds 1 to {self.max_length - 1} ids, none of them 0; got "
-                                 f"{prefix.tolist()}.")
-        if self.filters is not None:
-            if uniforms is None:
-                seed = self.seed if seed is None else seed
-                seed = int(np.random.randint(2**31)) if seed is None else seed
-                uniforms = ops.convert_to_numpy(draw_uniforms(1, self.max_length, seed))[0]
-            uniforms = np.asarray(uniforms, "float32").reshape(-1)
-            if uniforms.shape != (self.max_length,):
-                raise ValueError(f"`uniforms` must hold max_length={self.max_length} numbers; got {uniforms.size}.")
-        elif uniforms is not None or seed is not None:
-            raise ValueError("`uniforms` and `seed` are for a sampling engine; this one decodes greedily.")
-        request = SlotRequest(source, prefix, uniforms, on_tokens)
+        request = checked_request(source, prefix, uniforms, seed, on_tokens, self.max_length, self.source_buckets[-1],
+                                  self.filters is not None, self.seed)
         self.waiting.append(request)
         return request
 
@@ -179,9 +162,9 @@ class SlotEngine:
         """Zeroed cross-attention caches and source mask for `width` source positions."""
         parts = self.parts
         dtype = parts.decoder_layers[0].compute_dtype
-        shape = (self.slots, parts.num_heads, width, parts.head_dim)
+        shape = (self.slots * self.beam, parts.num_heads, width, parts.head_dim)
         return ([(state_holder(ops.zeros(shape, dtype=dtype)), state_holder(ops.zeros(shape, dtype=dtype)))
-                 for _ in parts.decoder_layers], state_holder(ops.zeros((self.slots, width), dtype="bool")))
+                 for _ in parts.decoder_layers], state_holder(ops.zeros(shape[:1] + (width,), dtype="bool")))
 
     def _refresh_weights(self):
         """Computes, from the weights as they are now, what every step would otherwise recompute (the transposed
@@ -195,7 +178,8 @@ class SlotEngine:
         fits: only padding is cut)."""
         if self._self_caches is None:
             self._self_caches = [(state_holder(k), state_holder(v))
-                                 for k, v in self.parts.empty_self_attention_caches(self.slots, self.max_length)]
+                                 for k, v in self.parts.empty_self_attention_caches(self.slots * self.beam,
+                                                                                   self.max_length)]
             self._refresh_weights()
         if width == self._width:
             return
@@ -223,11 +207,16 @@ class SlotEngine:
     # Compiled functions.
 
     def _write_sources(self, cross_caches, source_mask, sources, slot_ids):
-        """Encode `sources` `[n, W]` and write their cross-attention keys/values and masks into rows `slot_ids`."""
-        parts = self.parts
+        """Encode `sources` `[n, W]` and write their cross-attention keys/values and masks into the rows of slots
+        `slot_ids` (each slot's `beam` rows)."""
+        parts, beam = self.parts, self.beam
         encoded, mask = parts.encode(sources)
         new = parts.cross_attention_caches(encoded)
         where = ops.expand_dims(slot_ids, 1)
+        if beam > 1:  # encoded once per sentence, written into each of its beams' rows
+            where = ops.reshape(where * beam + ops.arange(beam, dtype="int32")[None], (-1, 1))
+            new = [(ops.repeat(k, beam, axis=0), ops.repeat(v, beam, axis=0)) for k, v in new]
+            mask = ops.repeat(mask, beam, axis=0)
         cross_caches = [(ops.scatter_update(k, where, ops.cast(nk, k.dtype)),
                          ops.scatter_update(v, where, ops.cast(nv, v.dtype)))
                         for (k, v), (nk, nv) in zip(cross_caches, new)]
@@ -345,7 +334,7 @@ class SlotEngine:
         uniforms = None if self.filters is None else np.full((active, steps), 0.5, "float32")
         for slot, request in enumerate(self.requests[:active]):
             if request is not None:
-                request.upcoming(rows[slot, 4:], None if uniforms is None else uniforms[slot])
+                request.upcoming(self._positions[slot], rows[slot, 4:], None if uniforms is None else uniforms[slot])
         sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
         tokens, self._self_caches, self._cross_caches, self._source_mask = function(
             self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(rows),
@@ -398,7 +387,18 @@ class SlotEngine:
         busy = max(slot for slot, request in enumerate(self.requests) if request is not None) + 1
         active = next(n for n in self.step_sizes if n >= busy)
         done = np.array([request is None for request in self.requests[:active]])
-        tokens = self._run_step(done, group)
+        finished = self._collect(self._run_step(done, group), active)
+        if finished:
+            needed = self._needed_width(self.waiting)
+            if needed is not None and needed < self._width:
+                self._resize(needed)
+        return finished
+
+    def _end(self, request):
+        request.done, self.requests[request.slot], request.slot = True, None, None
+
+    def _collect(self, tokens, active):
+        """The requests that ended, given the new tokens `[active, steps_per_call]` of a step (0: none)."""
         finished = []
         for slot, request in enumerate(self.requests[:active]):
             if request is None:
@@ -420,13 +420,8 @@ class SlotEngine:
             ended = (request.tokens_so_far and request.tokens_so_far[-1] == self.end_id) or \
                 len(request.tokens_so_far) >= self.max_length
             if ended:
-                request.done, request.slot = True, None
-                self.requests[slot] = None
+                self._end(request)
                 finished.append(request)
-        if finished:
-            needed = self._needed_width(self.waiting)
-            if needed is not None and needed < self._width:
-                self._resize(needed)
         return finished
 
     def run(self, sources, prefixes=None, uniforms=None, arrivals=None):

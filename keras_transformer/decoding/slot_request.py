@@ -3,8 +3,10 @@
 import itertools
 
 import numpy as np
+from keras import ops
 
 from keras_transformer.decoding.sampling import check_filters
+from keras_transformer.decoding.sampling import draw_uniforms
 
 
 class SlotRequest:
@@ -24,10 +26,9 @@ class SlotRequest:
         self.done = False
         self.cancelled = False
 
-    def upcoming(self, forced, uniforms):
-        """Write this sentence's forced tokens (its prefix; 0: none) and random numbers for its next positions
-        into `forced` and `uniforms` (`None` where it does not sample), both `[steps]`."""
-        position = len(self.tokens_so_far)
+    def upcoming(self, position, forced, uniforms):
+        """Write this sentence's forced tokens (its prefix; 0: none) and random numbers for its positions from
+        `position` on into `forced` and `uniforms` (`None` where it does not sample), both `[steps]`."""
         if self.prefix is not None:
             ahead = self.prefix[position: position + len(forced)]
             forced[: len(ahead)] = ahead
@@ -45,6 +46,35 @@ class SlotRequest:
         return f"SlotRequest(id={self.id}, {len(self.source)} source ids, {len(self.tokens_so_far)} tokens, {state})"
 
 
+def checked_request(source, prefix, uniforms, seed, on_tokens, max_length, longest, samples, default_seed):
+    """A `SlotRequest` of `SlotEngine.submit`'s arguments, each checked (see there): sources of at most `longest`
+    ids; `uniforms` / `seed` only where the engine `samples`, drawn from `seed` (else `default_seed`, else a fresh
+    one) when not given."""
+    source = np.asarray(source).astype("int32").reshape(-1)
+    nonzero = np.flatnonzero(source)
+    source = source[: nonzero[-1] + 1] if nonzero.size else source[:0]
+    if source.size == 0:
+        raise ValueError("A sentence to decode needs at least one source id (0 is padding).")
+    if source.size > longest:
+        raise ValueError(f"The source has {source.size} ids; this engine holds at most {longest} (its largest "
+                         "source bucket).")
+    if prefix is not None:
+        prefix = np.asarray(prefix).astype("int32").reshape(-1)
+        if prefix.size >= max_length or np.any(prefix <= 0):
+            raise ValueError(f"A prefix holds 1 to {max_length - 1} ids, none of them 0; got {prefix.tolist()}.")
+    if samples:
+        if uniforms is None:
+            seed = default_seed if seed is None else seed
+            seed = int(np.random.randint(2**31)) if seed is None else seed
+            uniforms = ops.convert_to_numpy(draw_uniforms(1, max_length, seed))[0]
+        uniforms = np.asarray(uniforms, "float32").reshape(-1)
+        if uniforms.shape != (max_length,):
+            raise ValueError(f"`uniforms` must hold max_length={max_length} numbers; got {uniforms.size}.")
+    elif uniforms is not None or seed is not None:
+        raise ValueError("`uniforms` and `seed` are for a sampling engine; this one does not sample.")
+    return SlotRequest(source, prefix, uniforms, on_tokens)
+
+
 def slot_settings(sampler):
     """`((temperature, top_k, top_p), force_end, seed)` of a greedy or sampling sampler; `None` filters for
     greedy."""
@@ -55,8 +85,8 @@ def slot_settings(sampler):
 
     sampler = get_sampler(sampler)
     if isinstance(sampler, BeamSampler):
-        raise ValueError("SlotEngine decodes greedily or by sampling; beam search (and n-best lists) run in the "
-                         "whole-loop decoders (`generate(..., sampler=BeamSampler(...))`).")
+        raise ValueError("SlotEngine decodes greedily or by sampling; beam search (and n-best lists) decode in a "
+                         "BeamSlotEngine.")
     if isinstance(sampler, GreedySampler):
         return None, sampler.force_end, None
     if isinstance(sampler, StochasticSampler):

@@ -8,8 +8,8 @@ whose client gave up (its future cancelled: the server's timeout) leaves its slo
 decodes a `:stream` request in the same slots, its pieces yielded as the engine decides its tokens.
 
 `engine_for(translator, decoding, slots)` makes the engine where it applies: one model (a run, a preset or an
-imported checkpoint) decoding greedily or by sampling. Beam search, ensembles and exported artifacts keep
-batch-at-a-time decoding (`Batcher`).
+imported checkpoint) decoding greedily, by sampling (`SlotEngine`) or by beam search (`BeamSlotEngine`, a sentence's
+beams in one slot). Ensembles and exported artifacts keep batch-at-a-time decoding (`Batcher`).
 """
 
 import collections
@@ -30,6 +30,7 @@ ENGINE_SIGNATURE = "serving_default"
 def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
     """`(engine, reason)`: a `SlotEngine` that decodes `translator`'s `serving_default` as `decoding` (`beam_size`,
     `length_penalty`, `max_length`) says, or `(None, why not)`."""
+    from keras_transformer.decoding.beam_slot_engine import BeamSlotEngine
     from keras_transformer.decoding.samplers import BeamSampler
     from keras_transformer.decoding.slot_engine import SlotEngine
     from keras_transformer.decoding.translator import Translator
@@ -41,12 +42,11 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
     if isinstance(translator.parts, EnsembleParts):
         return None, "an ensemble decodes batch at a time"
     sampler = translator.decoding_sampler(decoding.get("beam_size"), decoding.get("length_penalty"))
-    if isinstance(sampler, BeamSampler):
-        return None, f"beam search ({sampler.num_beams} beams) decodes batch at a time; --beam-size 1 decodes greedily"
     max_length = decoding.get("max_length") or translator.max_length
     target = translator.target_tokenizer
-    engine = SlotEngine(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler,
-                        steps_per_call=steps_per_call, fixed_weights=True)
+    kind = BeamSlotEngine if isinstance(sampler, BeamSampler) else SlotEngine  # beam search: a group of rows a slot
+    engine = kind(translator.model, max_length, target.start_id, target.end_id, slots=slots, sampler=sampler,
+                  steps_per_call=steps_per_call, fixed_weights=True)
     return engine, None
 
 

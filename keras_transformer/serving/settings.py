@@ -20,8 +20,9 @@ class ServerSettings:
         timeout_s: a request not answered within it gets 504 (its sentences are dropped if not yet started).
         max_streams: the most `:stream` requests decoding at once (429 beyond it).
         batching: `"continuous"` (default): `serving_default` sentences join the running decode at its next step
-            and leave it when they end (a `SlotEngine` with `max_batch_size` slots), where the model allows it (one
-            model decoding greedily or by sampling; the rest decodes batch at a time); `"static"`: batch at a time
+            and leave it when they end (a `SlotEngine` with `max_batch_size` slots; beam search: a
+            `BeamSlotEngine`, a slot's rows holding its beams), where one model decodes (ensembles and exported
+            artifacts decode batch at a time); `"static"`: batch at a time
             (a batch runs until its longest sentence ends; the next starts after it), for comparison.
         steps_per_call: the most tokens the engine's slots advance per compiled call (continuous batching); a call
             returns early once a quarter of the busy slots ended. More save per-call overhead; an arriving sentence

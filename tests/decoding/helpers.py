@@ -138,3 +138,32 @@ def trained_reversal_model():
     model.fit({"encoder_inputs": src, "decoder_inputs": dec}, labels, batch_size=100, epochs=4, shuffle=False,
               verbose=0)
     return model
+
+
+def trimmed(row):
+    """An output row without its trailing padding (what a `SlotEngine` returns)."""
+    row = np.asarray(row)
+    nonzero = np.flatnonzero(row)
+    return row[: nonzero[-1] + 1] if nonzero.size else row[:0]
+
+
+def mixed_sources(count, seed=0, vocab=40):
+    """`count` source rows of 1 to 14 ids (two source buckets of a `SlotEngine`), 0-padded to one width."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 15, count)
+    ids = np.zeros((count, lengths.max()), "int32")
+    for row, size in enumerate(lengths):
+        ids[row, :size] = rng.integers(3, vocab, size)
+    return ids
+
+
+def slot_setting():
+    """A tiny model, 48 mixed sources, and an end id (the commonest early token) that ends rows after 1 to 12
+    tokens, some never: `(model, sources, end_id)`."""
+    import collections
+
+    model = tiny_model()
+    src = mixed_sources(48)
+    first = to_numpy(eager_greedy_decode(model, src, 4, START, 2))
+    end_id = collections.Counter(first[:, 1:].ravel().tolist()).most_common(1)[0][0]
+    return model, src, end_id

@@ -1,7 +1,5 @@
 """SlotEngine (continuous batching) against the whole-loop decoders, and the per-row decoder step under it."""
 
-import collections
-
 import numpy as np
 import pytest
 from keras import ops
@@ -17,36 +15,16 @@ from keras_transformer.models import TransformerParts
 from tests.decoding.helpers import START
 from tests.decoding.helpers import eager_greedy_decode as greedy_decode
 from tests.decoding.helpers import eager_sample_decode as sample_decode
-from tests.decoding.helpers import tiny_model
+from tests.decoding.helpers import slot_setting
 from tests.decoding.helpers import to_numpy
+from tests.decoding.helpers import trimmed as _trimmed
 
 MAX_LENGTH = 12
 
 
-def _trimmed(row):
-    row = np.asarray(row)
-    nonzero = np.flatnonzero(row)
-    return row[: nonzero[-1] + 1] if nonzero.size else row[:0]
-
-
-def _mixed_sources(count, seed=0, vocab=40):
-    """`count` source rows of 1 to 14 ids (two source buckets), 0-padded to one width."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 15, count)
-    ids = np.zeros((count, lengths.max()), "int32")
-    for row, size in enumerate(lengths):
-        ids[row, :size] = rng.integers(3, vocab, size)
-    return ids
-
-
 @pytest.fixture(scope="module")
 def setting():
-    """A tiny model, mixed sources, and an end id that ends rows after 1 to `MAX_LENGTH` tokens (some never)."""
-    model = tiny_model()
-    src = _mixed_sources(48)
-    first = to_numpy(greedy_decode(model, src, 4, START, 2))
-    end_id = collections.Counter(first[:, 1:].ravel().tolist()).most_common(1)[0][0]
-    return model, src, end_id
+    return slot_setting()
 
 
 def test_greedy_rows_arriving_mid_run_equal_the_whole_loop(setting):

@@ -125,12 +125,27 @@ def test_a_stream_decodes_in_the_engine_and_closing_it_frees_its_slot(served):
     assert served.engine.idle and batcher.stats()["queued"] == 0
 
 
-def test_static_batching_and_beam_search_decode_batch_at_a_time(served_model, tiny_run_dir):
+def test_static_batching_decodes_batch_at_a_time(served_model, tiny_run_dir):
     from keras_transformer.serving import load_served_model
 
     assert ServedModel(served_model.translator, "tiny").engine is not None  # continuous by default
     assert load_served_model(tiny_run_dir, settings=ServerSettings(batching="static")).engine is None
-    beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2}, continuous=True)
-    assert beam.engine is None and "beam search" in beam.engine_note
     with pytest.raises(ValueError, match="batching"):
         ServerSettings(batching="dynamic")
+
+
+def test_beam_search_decodes_in_groups_of_slots_with_the_translators_translations(served_model):
+    from keras_transformer.decoding import BeamSlotEngine
+
+    beam = ServedModel(served_model.translator, "tiny", decoding={"beam_size": 2}, batch_size=2, continuous=True)
+    assert isinstance(beam.engine, BeamSlotEngine) and beam.engine.beam == 2
+    texts = _texts()
+    expected = beam.translator.translate(texts, beam_size=2)
+    batcher = ContinuousBatcher(beam.translator, beam.engine, max_queued=64)
+    try:
+        futures = [batcher.submit(KEY, [(text,)]) for text in texts]  # more sentences than the 2 slots
+        answers = [future.result(WAIT)[0]["translation"] for future in futures]
+        streamed = "".join(batcher.stream(texts[1]))  # the whole translation, when its search is done
+    finally:
+        batcher.close(WAIT)
+    assert answers == expected and streamed == expected[1]
