@@ -6,6 +6,8 @@ steps (a sentence joins whatever is running), against:
 * `greedy`: `greedy_decode` over all the sentences at once;
 * `sampling`: `sample_decode(top_p=0.9, seed=7)`, the engine given each row's random numbers (`draw_uniforms`);
 * `prefix`: `greedy_search(prefix=...)` with a forced target prefix of 1 to 3 tokens per sentence;
+* `beam`: `beam_search` (`--beam-size`, `--length-penalty`) against a `BeamSlotEngine` of `--slots / --beam-size`
+  sentences;
 * `alone`: the first `--alone` sentences decoded one at a time (batch 1) against the engine's rows, which were
   decoded beside others and inserted mid-run.
 
@@ -34,6 +36,9 @@ def parse_args(argv=None):
     parser.add_argument("--sentences", type=int, default=200, help="how many sentences (spread over the file)")
     parser.add_argument("--slots", type=int, default=16, help="the engine's slots")
     parser.add_argument("--steps-per-call", type=int, default=4, help="the engine's tokens per compiled call")
+    parser.add_argument("--beam-size", type=int, default=4, help="beams of the beam-search check (its engine has "
+                        "slots / beams sentences)")
+    parser.add_argument("--length-penalty", type=float, default=0.6, help="the beam-search check's length penalty")
     parser.add_argument("--alone", type=int, default=20, help="sentences also decoded one at a time")
     parser.add_argument("--seed", type=int, default=0, help="seed of the arrival steps")
     return parser.parse_args(argv)
@@ -62,8 +67,11 @@ def main(argv=None):
     from serve import read_sentences
 
     from keras_transformer import load_translator
+    from keras_transformer.decoding import BeamSampler
+    from keras_transformer.decoding import BeamSlotEngine
     from keras_transformer.decoding import SlotEngine
     from keras_transformer.decoding import TopPSampler
+    from keras_transformer.decoding import beam_search
     from keras_transformer.decoding import greedy_decode
     from keras_transformer.decoding import greedy_search
     from keras_transformer.decoding import sample_decode
@@ -118,6 +126,15 @@ def main(argv=None):
                                                            prefix=ops.convert_to_tensor(padded))))
     outputs = engine().run(src, prefixes=prefixes, arrivals=arrivals)
     ok &= check("forced prefix (1-3 tokens)", forced, outputs, time.perf_counter() - begin)
+
+    begin = time.perf_counter()
+    sampler = BeamSampler(args.beam_size, args.length_penalty)
+    searched = np.asarray(ops.convert_to_numpy(beam_search(model, src, max_length, start, end, beam_size=args.beam_size,
+                                                           length_penalty=args.length_penalty)))
+    beams = BeamSlotEngine(model, max_length, start, end, slots=max(1, args.slots // args.beam_size),
+                           steps_per_call=args.steps_per_call, sampler=sampler)
+    ok &= check(f"beam search ({args.beam_size} beams)", searched, beams.run(src, arrivals=arrivals),
+                time.perf_counter() - begin)
 
     begin = time.perf_counter()
     alone = [np.asarray(ops.convert_to_numpy(greedy_decode(model, src[i: i + 1, : max(1, np.count_nonzero(src[i]))],

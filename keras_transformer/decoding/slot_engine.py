@@ -3,21 +3,15 @@
 The whole-loop decoders (`greedy_decode`, `beam_search`, `sample_decode`) take a batch, decode it until its longest
 row ends, and only then take the next batch: a row that has ended still pays for every later step, and a sentence
 that arrives while a batch runs waits for all of it. A `SlotEngine` keeps `slots` rows on the device instead, each
-at its own position (the decoder step takes one position per row):
-
-    step        1   2   3   4   5   6   7   8   9
-    slot 0      A   A   A   A   A   A   E   E   E     a sentence that ends frees its slot at once,
-    slot 1      B   B   B   D   D   D   D   D   D     and a waiting sentence takes it before the next step
-    slot 2      C   C   C   C   C   F   F   F   .
-    slot 3      .   .   G   G   G   G   G   G   G     one that arrives mid-run joins at the next step
+at its own position (the decoder step takes one position per row; docs/decoding.md draws the slots over time).
 
 - `submit` queues a sentence (its source ids; optionally a forced target prefix, and the random numbers it samples
   with); `step` moves waiting sentences into free slots (`insert`: encode the new sources and write their
   cross-attention keys/values into those slots; one sentence in the step's own call) and then advances every slot
   by `steps_per_call` tokens in one compiled call; sentences that ended come back from `step`, their slots free.
 - Shapes are few (the step on the first 1, 4, 16, ... or `slots` rows, the fewest holding every busy slot; sources
-  padded to a width from `source_buckets`), so `warm_up()` compiles them all and nothing compiles afterwards. The
-  caches are updated in place (`in_place`). docs/decoding.md ("Continuous batching") has the details.
+  padded to a width from `source_buckets`, each with its own cache length), so `warm_up()` compiles them all and
+  nothing compiles afterwards. The caches are updated in place (`in_place`).
 
 Greedy search and sampling (`GreedySampler`, `RandomSampler`, `TopKSampler`, `TopPSampler`) decode per slot, with
 forced prefixes; a sentence gives the same tokens as the whole-loop decoder gives it, alone or in any batch
@@ -137,8 +131,8 @@ class SlotEngine:
             return
         request.cancelled = True
         if request.slot is not None:
-            self.requests[request.slot] = None
-            request.slot = None
+            self._end(request)
+            request.done = False
         else:
             try:
                 self.waiting.remove(request)
@@ -155,16 +149,14 @@ class SlotEngine:
         """Whether no sentence is decoding or waiting."""
         return not self.waiting and not self.live
 
-    def _bucket(self, width):
-        return next(b for b in self.source_buckets if b >= width)
-
-    def _cross_state(self, width):
-        """Zeroed cross-attention caches and source mask for `width` source positions."""
-        parts = self.parts
-        dtype = parts.decoder_layers[0].compute_dtype
-        shape = (self.slots * self.beam, parts.num_heads, width, parts.head_dim)
-        return ([(state_holder(ops.zeros(shape, dtype=dtype)), state_holder(ops.zeros(shape, dtype=dtype)))
-                 for _ in parts.decoder_layers], state_holder(ops.zeros(shape[:1] + (width,), dtype="bool")))
+    def _new_state(self, width):
+        """Zeroed cross-attention caches, source mask and self-attention caches for source bucket `width`."""
+        parts, rows = self.parts, self.slots * self.beam
+        shape = (rows, parts.num_heads, width, parts.head_dim)
+        caches = parts.empty_self_attention_caches(rows, self.cache_length(width))
+        return ([tuple(state_holder(ops.zeros(shape, parts.decoder_layers[0].compute_dtype)) for _ in "kv")
+                 for _ in parts.decoder_layers], state_holder(ops.zeros((rows, width), "bool")),
+                [tuple(map(state_holder, c)) for c in caches])
 
     def _refresh_weights(self):
         """Computes, from the weights as they are now, what every step would otherwise recompute (the transposed
@@ -172,37 +164,49 @@ class SlotEngine:
         `fixed_weights`)."""
         self._invariant = self.parts.output_invariant()
 
+    def cache_length(self, width):
+        """The self-attention caches' length at source bucket `width`: `2 * width + 16` positions (the whole
+        `max_length` at the largest bucket). A step attends over (and beam search reorders) the whole cache, so a
+        short one is cheaper; a sentence that outgrows it moves every row to a larger bucket."""
+        return self.max_length if width >= self.source_buckets[-1] else min(self.max_length, 2 * width + 16)
+
     def _resize(self, width):
-        """Switch to the cross-attention caches and source mask of `width` source positions (kept per width, so
-        that a compiled function never sees new state). What live rows hold is copied over, padded or cut (what
-        fits: only padding is cut)."""
-        if self._self_caches is None:
-            self._self_caches = [(state_holder(k), state_holder(v))
-                                 for k, v in self.parts.empty_self_attention_caches(self.slots * self.beam,
-                                                                                   self.max_length)]
+        """Switch to the caches and source mask of source bucket `width` (kept per bucket, so that a compiled
+        function never sees new state). What live rows hold is copied over, padded or cut (what fits: only padding
+        and unwritten positions are cut)."""
+        if self._invariant is None:
             self._refresh_weights()
         if width == self._width:
             return
         if self._width is not None:
-            self._parked[self._width] = (self._cross_caches, self._source_mask)
-        old = (self._cross_caches, self._source_mask)
-        self._cross_caches, self._source_mask = self._parked.pop(width, None) or self._cross_state(width)
+            self._parked[self._width] = (self._cross_caches, self._source_mask, self._self_caches)
+        old = (self._cross_caches, self._source_mask, self._self_caches)
+        length = self.cache_length(width)
+        self._cross_caches, self._source_mask, self._self_caches = self._parked.pop(width, None) or \
+            self._new_state(width)
         if self.live and self._width is not None:
-            def fit(x, axis):
-                if width > self._width:
-                    pad = [[0, 0]] * len(x.shape)
-                    pad[axis] = [0, width - self._width]
-                    return ops.pad(x, pad)
-                return x[:, :, :width] if axis == 2 else x[:, :width]
+            def fit(x, axis, size):
+                pad = [[0, 0]] * len(x.shape)
+                pad[axis] = [0, max(0, size - x.shape[axis])]
+                return ops.pad(x, pad) if size > x.shape[axis] else x[:, :, :size] if axis == 2 else x[:, :size]
 
-            self._cross_caches = [(store(k, fit(ok, 2)), store(v, fit(ov, 2)))
+            self._cross_caches = [(store(k, fit(ok, 2, width)), store(v, fit(ov, 2, width)))
                                   for (k, v), (ok, ov) in zip(self._cross_caches, old[0])]
-            self._source_mask = store(self._source_mask, fit(old[1], 1))
+            self._source_mask = store(self._source_mask, fit(old[1], 1, width))
+            self._self_caches = [(store(k, fit(ok, 2, length)), store(v, fit(ov, 2, length)))
+                                 for (k, v), (ok, ov) in zip(self._self_caches, old[2])]
         self._width = width
 
     def _needed_width(self, incoming=()):
-        lengths = [len(r.source) for r in self.requests if r is not None] + [len(r.source) for r in incoming]
-        return self._bucket(max(lengths)) if lengths else None
+        """The smallest source bucket that holds every live and `incoming` source, and whose caches hold the
+        positions the live rows reach in the next call."""
+        live = [(len(r.source), self._positions[r.slot]) for r in self.requests if r is not None]
+        lengths = [n for n, _ in live] + [len(r.source) for r in incoming]
+        if not lengths:
+            return None
+        reach = max([p for _, p in live], default=0) + self.steps_per_call
+        return next(b for b in self.source_buckets if b >= max(lengths) and (
+            self.cache_length(b) >= reach or b == self.source_buckets[-1]))
 
     # Compiled functions.
 
@@ -348,7 +352,7 @@ class SlotEngine:
             incoming.append(self.waiting.popleft())
         if not incoming:
             return None
-        if not self.live and self._width is not None and not self.fixed_weights:
+        if not self.live and self._invariant is not None and not self.fixed_weights:
             self._refresh_weights()
         self._resize(self._needed_width(incoming))
         chosen = free[: len(incoming)]
@@ -381,6 +385,9 @@ class SlotEngine:
     def step(self):
         """Fill free slots from the queue, then advance every slot by `steps_per_call` tokens. Returns the requests
         that ended in this step (their `tokens` complete)."""
+        needed = self._needed_width()
+        if needed is not None and needed > self._width:  # a row outgrows the caches
+            self._resize(needed)
         group = self._fill_free_slots()
         if not self.live:
             return []
@@ -395,6 +402,7 @@ class SlotEngine:
         return finished
 
     def _end(self, request):
+        self._positions[request.slot] = 0  # a free row writes (unread) at position 0, inside any cache
         request.done, self.requests[request.slot], request.slot = True, None, None
 
     def _collect(self, tokens, active):
@@ -404,8 +412,7 @@ class SlotEngine:
             if request is None:
                 continue
             new = []
-            for token in tokens[slot]:
-                token = int(token)
+            for token in map(int, tokens[slot]):
                 if token == 0:
                     break
                 new.append(token)
@@ -431,10 +438,8 @@ class SlotEngine:
         (default all at once), to decode sentences that join a running batch."""
         count = len(sources)
         arrivals = [0] * count if arrivals is None else [int(a) for a in arrivals]
-        order = sorted(range(count), key=lambda i: arrivals[i])
-        requests = [None] * count
-        pending = collections.deque(order)
-        step = 0
+        requests, step = [None] * count, 0
+        pending = collections.deque(sorted(range(count), key=lambda i: arrivals[i]))
         while pending or not self.idle:
             while pending and arrivals[pending[0]] <= step:
                 i = pending.popleft()

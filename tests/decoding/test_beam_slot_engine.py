@@ -90,3 +90,15 @@ def test_bad_settings_are_refused_in_one_line(setting):
         BeamSlotEngine(model, MAX_LENGTH, START, end_id, sampler=GreedySampler())
     with pytest.raises(ValueError, match="num_hypotheses=3 exceeds num_beams=2"):
         BeamSlotEngine(model, MAX_LENGTH, START, end_id, sampler=BeamSampler(2), num_hypotheses=3)
+
+
+def test_groups_that_outgrow_the_caches_move_to_longer_ones(setting):
+    model, src, end_id = setting
+    src = src[:16, :2]  # sources of 1 or 2 ids; cache lengths 18, 20 and 30
+    expected = to_numpy(beam_search(model, src, 30, START, end_id, beam_size=2))
+    assert max(len(trimmed(row)) for row in expected) > 20
+    engine = BeamSlotEngine(model, 30, START, end_id, slots=3, sampler=BeamSampler(2), steps_per_call=3,
+                            source_buckets=(1, 2, 16))
+    for i, tokens in enumerate(engine.run(src, arrivals=np.arange(len(src)) % 5)):
+        np.testing.assert_array_equal(tokens, trimmed(expected[i]), err_msg=f"row {i}")
+    assert 16 in {shape[1] for shape in engine.compiled_shapes}  # the longest caches, for sources of 2 ids

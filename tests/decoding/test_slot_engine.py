@@ -150,3 +150,17 @@ def test_positional_embedding_takes_a_start_position_per_row(position):
     for row, start in enumerate(starts):
         np.testing.assert_allclose(together[row], to_numpy(layer(ids[row:row + 1], start_index=int(start)))[0],
                                    atol=1e-6)
+
+
+def test_rows_that_outgrow_the_caches_move_to_longer_ones(setting):
+    """Short sources get short caches (`cache_length`); a sentence whose output outgrows them moves every live row
+    to a larger bucket, and the tokens stay the whole loop's."""
+    model, src, end_id = setting
+    src = src[:, :2]  # sources of 1 or 2 ids
+    expected = to_numpy(greedy_decode(model, src, 30, START, end_id))
+    engine = SlotEngine(model, 30, START, end_id, slots=4, steps_per_call=3, source_buckets=(1, 2, 16))
+    assert [engine.cache_length(b) for b in engine.source_buckets] == [18, 20, 30]
+    assert max(len(_trimmed(row)) for row in expected) > 20  # some outputs need the longest caches
+    for i, tokens in enumerate(engine.run(src, arrivals=np.arange(len(src)) % 9)):
+        np.testing.assert_array_equal(tokens, _trimmed(expected[i]), err_msg=f"row {i}")
+    assert 16 in {shape[1] for shape in engine.compiled_shapes}  # the longest caches, for sources of 2 ids
