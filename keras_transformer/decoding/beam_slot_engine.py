@@ -75,7 +75,7 @@ class BeamSlotEngine(SlotEngine):
         return self._beam_state
 
     def _step_function(self):
-        """One compiled call: optionally write new sources into free slots, start the groups that are new, then
+        """One compiled call: write an arriving sentence into a free slot (slot -1: none), start new groups, then
         run up to `steps_per_call` beam-search steps on every group, stopping once `need` groups are done."""
         parts, k, steps, length = self.parts, self.beam, self.steps_per_call, self.max_length
         start_id, end_id, rule, force_end, n = self.start_id, self.end_id, self.rule, self.force_end, \
@@ -94,8 +94,7 @@ class BeamSlotEngine(SlotEngine):
             positions, done, fresh, need = rows[:, 0], ops.greater(rows[:, 1], 0), ops.greater(rows[:, 2], 0), \
                 rows[0, 3]
             forced = rows[:, 4:]
-            if sources is not None:
-                cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
+            cross_caches, source_mask = self._write_arrival(cross_caches, source_mask, sources, slot_ids)
             groups = int(positions.shape[0])
             active = groups * k  # the first `active` rows step; the rest are free
             full_caches, full_state = self_caches, state
@@ -193,17 +192,17 @@ class BeamSlotEngine(SlotEngine):
         """Run the step on the first `len(done)` slots (after writing `group`, `(sources, slot_ids)`); returns
         `(steps taken, done [active], hypotheses [active, n, max_length], scores [active, n])` as NumPy."""
         active = len(done)
-        self.compiled_shapes.add(("step", self._width, active) if group is None else
-                                 ("step+insert", self._width, active, len(group[1])))
-        key = (self._width, active, None if group is None else len(group[1]))
+        self.compiled_shapes.add(("step", self._width, active))
+        key = (self._width, active)
         function = self._steps[key] if key in self._steps else self._steps.setdefault(key, self._step_function())
         rows = np.zeros((active, 4 + self.steps_per_call), "int32")
-        rows[:, 0], rows[:, 1], rows[:, 3] = self._positions[:active], done, max(1, self.live // 4)
+        need = max(1, self.live // 4) if self.live else 0  # as `SlotEngine` (0: the warm-up, compiled, not run)
+        rows[:, 0], rows[:, 1], rows[:, 3] = self._positions[:active], done, need
         for slot, request in enumerate(self.requests[:active]):
             if request is not None:
                 rows[slot, 2] = self._positions[slot] == 0  # new: it has not stepped yet
                 request.upcoming(self._positions[slot], rows[slot, 4:], None)
-        sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
+        sources, slot_ids = self._arrival(group)
         result, self._self_caches, self._cross_caches, self._source_mask, self._beam_state = function(
             self._self_caches, self._cross_caches, self._source_mask, self._state(), ops.convert_to_tensor(rows),
             ops.convert_to_tensor(np.full(active, self.length_penalty, "float32")), self._invariant, sources,

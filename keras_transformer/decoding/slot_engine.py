@@ -35,7 +35,6 @@ from keras_transformer.decoding.slot_request import slot_settings
 from keras_transformer.models.ensemble import EnsembleParts
 
 DEFAULT_SOURCE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
-FUSED_INSERT_SIZES = (1,)  # inserts the step itself also runs (the common one under load); the others run alone
 
 
 class SlotEngine:
@@ -226,14 +225,20 @@ class SlotEngine:
                         for (k, v), (nk, nv) in zip(cross_caches, new)]
         return cross_caches, ops.scatter_update(source_mask, where, mask)
 
-    def _insert_function(self):
-        def insert(cross_caches, source_mask, sources, slot_ids):
-            return (None, *self._write_sources(cross_caches, source_mask, sources, slot_ids))
+    def _write_arrival(self, cross_caches, source_mask, sources, slot_ids):
+        """Inside a step: write the one arriving sentence (`sources` `[1, W]`) into slot `slot_ids[0]`, or nothing
+        where it is -1 (a conditional: one program for both, the encoder run only when a sentence arrives)."""
+        return ops.cond(ops.greater_equal(slot_ids[0], 0),
+                        lambda: self._write_sources(cross_caches, source_mask, sources, ops.maximum(slot_ids, 0)),
+                        lambda: (cross_caches, source_mask))
 
-        return compile_in_place(self.parts, insert, donate=(0, 1))
+    def _arrival(self, group):
+        """A step's `(sources [1, W], slot_ids [1])` tensors: its one arriving sentence, or none (slot -1)."""
+        group = group or (np.zeros((1, self._width), "int32"), np.full(1, -1, "int32"))
+        return [ops.convert_to_tensor(g) for g in group]
 
     def _step_function(self):
-        """One compiled call: optionally write new sources into free slots (`sources`, `slot_ids`, else `None`),
+        """One compiled call: write an arriving sentence into a free slot (`sources`, `slot_ids`; slot -1: none),
         then advance every slot by up to `steps_per_call` tokens, stopping once `need` sentences ended.
         Fusing the insert saves a call per step under load."""
         parts, filters, steps = self.parts, self.filters, self.steps_per_call
@@ -246,8 +251,7 @@ class SlotEngine:
             # its forced tokens (0: none).
             last, positions, done, need = rows[:, 0], rows[:, 1], ops.greater(rows[:, 2], 0), rows[0, 3]
             forced = rows[:, 4:]
-            if sources is not None:
-                cross_caches, source_mask = self._write_sources(cross_caches, source_mask, sources, slot_ids)
+            cross_caches, source_mask = self._write_arrival(cross_caches, source_mask, sources, slot_ids)
             active = int(last.shape[0])  # the first `active` slots step; the rest are free
             full_caches = self_caches
             if active < self.slots:
@@ -293,9 +297,9 @@ class SlotEngine:
         return compile_in_place(parts, step, donate=(0, 1, 2))
 
     def warm_up(self, progress=None):
-        """Compile every step and insert this engine can run (each source bucket; each insert size), before any
-        sentence is submitted, so that no later call compiles. `progress(done, total)` is called after each source
-        bucket. Returns how many functions it traced."""
+        """Compile every step and insert this engine can run (each source bucket; each step and insert size) before
+        any sentence is submitted, so that no later call compiles. `progress(done, total)` is called after each
+        source bucket. Returns how many functions it traced."""
         if not self.idle:
             raise RuntimeError("warm_up() runs before any sentence is submitted")
         before = len(self.compiled_shapes)
@@ -304,10 +308,7 @@ class SlotEngine:
             for size in self.insert_sizes:
                 self._insert(np.ones((size, width), "int32"), np.arange(size, dtype="int32"))
             for active in self.step_sizes:
-                for size in (None, *(n for n in FUSED_INSERT_SIZES if n <= active)):
-                    group = None if size is None else (np.ones((size, width), "int32"),
-                                                       np.arange(size, dtype="int32"))
-                    self._run_step(np.ones(active, bool), group)
+                self._run_step(np.ones(active, bool))
             if progress is not None:
                 progress(done, len(self.source_buckets))
         return len(self.compiled_shapes) - before
@@ -316,30 +317,29 @@ class SlotEngine:
         size, width = sources.shape
         self.compiled_shapes.add(("insert", width, size))
         if (width, size) not in self._inserts:  # one function per shape: one trace
-            self._inserts[(width, size)] = self._insert_function()
-        function = self._inserts[(width, size)]
-        _, self._cross_caches, self._source_mask = function(
+            self._inserts[(width, size)] = compile_in_place(
+                self.parts, lambda *args: (None, *self._write_sources(*args)), donate=(0, 1))
+        _, self._cross_caches, self._source_mask = self._inserts[(width, size)](
             self._cross_caches, self._source_mask, ops.convert_to_tensor(sources), ops.convert_to_tensor(slot_ids))
 
     def _run_step(self, done, group=None):
         """Advance every slot (after writing `group`, `(sources, slot_ids)`, if given); the new tokens `[slots,
         steps_per_call]` as NumPy."""
         active = len(done)
-        self.compiled_shapes.add(("step", self._width, active) if group is None else
-                                 ("step+insert", self._width, active, len(group[1])))
-        key = (self._width, active, None if group is None else len(group[1]))  # one function per shape: one trace
+        self.compiled_shapes.add(("step", self._width, active))
+        key = (self._width, active)  # one function per shape: one trace
         function = self._steps[key] if key in self._steps else self._steps.setdefault(key, self._step_function())
         steps = self.steps_per_call
         rows = np.zeros((active, 4 + steps), "int32")
         # A call returns once a quarter of the busy slots (at least one) ended: returning after every sentence that
         # ends pays a call per token under load (measured: up to a third fewer requests/s at 16 and 64 clients).
-        need = max(1, self.live // 4)
+        need = max(1, self.live // 4) if self.live else 0  # 0 (the warm-up): compiled, not run
         rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = self._last[:active], self._positions[:active], done, need
         uniforms = None if self.filters is None else np.full((active, steps), 0.5, "float32")
         for slot, request in enumerate(self.requests[:active]):
             if request is not None:
                 request.upcoming(self._positions[slot], rows[slot, 4:], None if uniforms is None else uniforms[slot])
-        sources, slot_ids = (None, None) if group is None else (ops.convert_to_tensor(g) for g in group)
+        sources, slot_ids = self._arrival(group)
         tokens, self._self_caches, self._cross_caches, self._source_mask = function(
             self._self_caches, self._cross_caches, self._source_mask, ops.convert_to_tensor(rows),
             None if uniforms is None else ops.convert_to_tensor(uniforms), self._invariant, sources, slot_ids)
@@ -377,7 +377,7 @@ class SlotEngine:
                 sources[row, : len(request.source)] = request.source
             groups.append((sources, np.asarray(chosen[start:start + real] + pads, "int32")))
             start += real
-        fused = groups.pop() if len(groups[-1][1]) in FUSED_INSERT_SIZES else None  # written by the step itself
+        fused = groups.pop() if len(groups[-1][1]) == 1 else None  # one sentence: written by the step itself
         for group in groups:
             self._insert(*group)
         return fused
