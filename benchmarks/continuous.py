@@ -1,13 +1,14 @@
 """Benchmark: continuous batching (`SlotEngine`) against batch-at-a-time decoding and CTranslate2, offline.
 
-The same sentences, the same weights, greedy decoding (or `--beam-size N` for static and CTranslate2), each
+The same sentences, the same weights, greedy decoding (or beam search, `--beam-size N`), each
 engine in a process of its own (`--threads` CPU threads), after a warm-up pass over the same sentences (so no
 compilation is timed):
 
 * `static`: `Translator.translate(beam_size=--beam-size, batch_size=--slots)`: sentences sorted by length, decoded
   batch at a time by the XLA-compiled whole loop (a batch runs until its longest row ends);
 * `engine-kN`: `SlotEngine` with `--slots` slots advancing N tokens per compiled call, sentences submitted in
-  length order: a row that ends leaves at once and the next sentence takes its slot;
+  length order: a row that ends leaves at once and the next sentence takes its slot (beam search: a
+  `BeamSlotEngine`, `--slots` sentences of N beams each, the run's length penalty);
 * `ct2-mkl0` / `ct2-mkl1`: the run exported with `keras-transformer export RUN --ctranslate2 DIR`, translated by
   `ctranslate2.Translator.translate_batch(max_batch_size=--slots)` with `CT2_USE_MKL=0` (oneDNN) and `=1` (MKL).
 
@@ -46,17 +47,13 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per engine (the median is shown)")
     parser.add_argument("--engines", nargs="+", default=None, choices=ENGINES,
-                        help="default: all of them (with --beam-size above 1: static, ct2-mkl0, ct2-mkl1)")
-    parser.add_argument("--beam-size", type=int, default=1,
-                        help="beam size of static and CTranslate2 (the engine decodes greedily: above 1, no engine)")
+                        help="default: all of them")
+    parser.add_argument("--beam-size", type=int, default=1, help="1: greedy decoding; more: beam search")
     parser.add_argument("--work", help="directory for the CTranslate2 export (default: a temporary one)")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--engine", help=argparse.SUPPRESS)  # internal: run one engine in this process
     args = parser.parse_args(argv)
-    if args.engines is None:
-        args.engines = [e for e in ENGINES if args.beam_size == 1 or not e.startswith("engine")]
-    if args.beam_size > 1 and any(e.startswith("engine") for e in args.engines):
-        parser.error("the engine decodes greedily: --beam-size above 1 compares static with CTranslate2 only")
+    args.engines = args.engines or list(ENGINES)
     return args
 
 
@@ -80,13 +77,17 @@ def make_translate(engine, args, ct2_dir):
         return lambda texts: (translator.translate(texts, beam_size=args.beam_size, batch_size=args.slots), None)
     import numpy as np
 
-    from keras_transformer.decoding.slot_engine import SlotEngine
+    from keras_transformer.decoding import BeamSampler
+    from keras_transformer.decoding import BeamSlotEngine
+    from keras_transformer.decoding import SlotEngine
     from keras_transformer.decoding.translator import pad_source_rows
     from keras_transformer.decoding.translator import tokenize_rows
 
     target = translator.target_tokenizer
-    slot_engine = SlotEngine(translator.model, translator.max_length, target.start_id, target.end_id,
-                             slots=args.slots, steps_per_call=int(engine.split("-k")[1]))
+    sampler = translator.decoding_sampler(args.beam_size)
+    kind = BeamSlotEngine if isinstance(sampler, BeamSampler) else SlotEngine
+    slot_engine = kind(translator.model, translator.max_length, target.start_id, target.end_id, slots=args.slots,
+                       sampler=sampler, steps_per_call=int(engine.split("-k")[1]))
     slot_engine.warm_up()
 
     def translate(texts):

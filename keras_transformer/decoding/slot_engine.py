@@ -361,22 +361,17 @@ class SlotEngine:
             self.requests[slot] = request
             self._positions[slot] = 0
             self._last[slot] = self.start_id
-        # Few insert calls: n sentences go in groups of an insert size, the smallest that holds the rest when enough
-        # free slots remain to pad it (a pad row copies a real one into a free slot, which stays free), else the
-        # largest that fits them.
-        groups, start, spare = [], 0, free[len(incoming):]
+        # n sentences go in groups of the largest insert size that fits the rest (7: 4, 1, 1 and 1): no row is
+        # encoded for nothing (groups padded with copies spent as long in inserts as in steps under load), and the
+        # last group of one is written by the step itself.
+        groups, start = [], 0
         while start < len(incoming):
-            rest = len(incoming) - start
-            size = next((n for n in self.insert_sizes if n >= rest and n - rest <= len(spare)), None) or \
-                max(n for n in self.insert_sizes if n <= rest)
-            real = min(size, rest)
-            pads, spare = spare[: size - real], spare[size - real:]
-            rows = incoming[start:start + real]
+            size = max(n for n in self.insert_sizes if n <= len(incoming) - start)
             sources = np.zeros((size, self._width), "int32")
-            for row, request in enumerate(rows + rows[:1] * len(pads)):
+            for row, request in enumerate(incoming[start:start + size]):
                 sources[row, : len(request.source)] = request.source
-            groups.append((sources, np.asarray(chosen[start:start + real] + pads, "int32")))
-            start += real
+            groups.append((sources, np.asarray(chosen[start:start + size], "int32")))
+            start += size
         fused = groups.pop() if len(groups[-1][1]) == 1 else None  # one sentence: written by the step itself
         for group in groups:
             self._insert(*group)
