@@ -4,8 +4,9 @@ The same sentences, the same weights, greedy decoding (or beam search, `--beam-s
 engine in a process of its own (`--threads` CPU threads), after a warm-up pass over the same sentences (so no
 compilation is timed):
 
-* `static`: `Translator.translate(beam_size=--beam-size, batch_size=--slots)`: sentences sorted by length, decoded
-  batch at a time by the XLA-compiled whole loop (a batch runs until its longest row ends);
+* `static`: sentences sorted by length, decoded batch at a time by the XLA-compiled whole loop (a batch runs until
+  its longest row ends): `Translator.translate(batch, beam_size=--beam-size)` per batch of `--slots` sentences
+  (given more, `translate` itself decodes in a `SlotEngine`);
 * `engine-kN`: `SlotEngine` with `--slots` slots advancing N tokens per compiled call, sentences submitted in
   length order: a row that ends leaves at once and the next sentence takes its slot (beam search: a
   `BeamSlotEngine`, `--slots` sentences of N beams each, the run's length penalty);
@@ -73,8 +74,18 @@ def make_translate(engine, args, ct2_dir):
     from keras_transformer.translators import load_translator
 
     translator = load_translator(args.run_dir)
-    if engine == "static":
-        return lambda texts: (translator.translate(texts, beam_size=args.beam_size, batch_size=args.slots), None)
+    if engine == "static":  # one batch per call: `translate` decodes more than a batch in a SlotEngine
+        def static(texts):
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i].encode("utf-8")))
+            outputs = [""] * len(texts)
+            for begin in range(0, len(order), args.slots):
+                chunk = order[begin: begin + args.slots]
+                for i, text in zip(chunk, translator.translate([texts[i] for i in chunk], beam_size=args.beam_size,
+                                                               batch_size=args.slots)):
+                    outputs[i] = text
+            return outputs, None
+
+        return static
     import numpy as np
 
     from keras_transformer.decoding import BeamSampler

@@ -11,6 +11,7 @@ from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding import compiled_decoders
 from keras_transformer.decoding import loop_ops
+from keras_transformer.decoding import slot_translation
 from keras_transformer.decoding.alignment import align_words
 from keras_transformer.decoding.alignment import piece_words
 from keras_transformer.decoding.base_translator import BaseTranslator
@@ -361,7 +362,9 @@ class Translator(BaseTranslator):
             length_penalty: the exponent of beam search's length penalty (GNMT's alpha, or transformers' with
                 `decoding`'s `length_penalty_rule`); `None` as `decoding` says, else `BeamSampler`'s 0.6
                 (`keras-transformer tune` chooses one on a held-out set).
-            batch_size: sentences decoded together (sorted by length first).
+            batch_size: sentences decoded together, sorted by length. More sentences than that decode greedy and
+                beam search in a `SlotEngine` of `batch_size` slots, where a finished sentence leaves its slot for
+                the next (the same translations; `slot_translation`).
             max_length: most output tokens; default the translator's.
             verbose: 0 quiet, 1 a progress bar.
         """
@@ -383,6 +386,13 @@ class Translator(BaseTranslator):
         rows = dict(zip(todo, tokenize_rows(self.source_tokenizer, [texts[i] for i in todo])))  # tokenized once
         order = sorted(todo, key=lambda i: len(rows[i]))  # stable: equal lengths keep their order
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
+        if slot_translation.uses_slots(self, sampler, len(order), batch_size):  # a finished row leaves its slot
+            engine = slot_translation.engine_for(self, sampler, batch_size, max_length or self.max_length)
+            sources = pad_source_rows([rows[i] for i in order], self.source_tokenizer, self.parts.max_length)
+            tokens = slot_translation.decode_in_slots(engine, sources, progress and progress.add)
+            for i, text in zip(order, self._detokenize(tokens)):
+                outputs[i] = text
+            return outputs
         for begin in range(0, len(order), batch_size):
             chunk = order[begin: begin + batch_size]
             tokens, _ = self._decode_rows([rows[i] for i in chunk], sampler, max_length)

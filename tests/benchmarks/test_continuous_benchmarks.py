@@ -54,7 +54,11 @@ def test_continuous_benchmark_prints_a_row_per_engine_with_the_translations_comp
     assert same == total > 0, out  # the engine decodes what the sorted batches decode
 
 
-def test_continuous_benchmark_refuses_beam_search_for_the_greedy_engine(tmp_path):
-    code, out = _script("continuous.py", "RUN", "--src", "S", "--beam-size", "4", "--engines", "static", "engine-k4",
-                        cwd=tmp_path)
-    assert code == 2 and "the engine decodes greedily" in out, out
+def test_continuous_benchmark_times_beam_search_in_the_engine_with_the_same_translations(run_and_sources):
+    run_dir, src, tmp = run_and_sources
+    code, out = _script("continuous.py", run_dir, "--src", src, "--sentences", "6", "--slots", "2", "--repeats", "1",
+                        "--beam-size", "2", "--engines", "static", "engine-k4", cwd=tmp)
+    assert code == 0 and "beam 2" in out, out
+    row = next(line for line in out.splitlines() if line.startswith("engine-k4"))
+    same, total = map(int, re.search(r"(\d+)/(\d+)", row).groups())
+    assert same == total == 6, out

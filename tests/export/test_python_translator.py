@@ -53,3 +53,18 @@ def test_none_decodes_as_the_runs_decoding_says(run):
     plain = Translator(run.model, run.source_tokenizer, run.target_tokenizer, jit_compile=False)
     assert translator.translate(SENTENCES) == plain.translate(SENTENCES, beam_size=4, length_penalty=1.0)
     assert translator.translate(SENTENCES, beam_size=1) == plain.translate(SENTENCES)
+
+
+def test_more_sentences_than_a_batch_decode_in_slots_with_the_same_translations(run):
+    """Beyond one batch, greedy and beam search decode in a `SlotEngine` (a finished sentence leaves its slot):
+    the translations are those of sorted batches, and the engine is kept for the next call."""
+    from keras_transformer.decoding.slot_translation import uses_slots
+
+    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    texts = SENTENCES + ["", SENTENCES[0] + " " + SENTENCES[3]]
+    for beam_size in (1, 3):
+        assert uses_slots(translator, translator.decoding_sampler(beam_size), len(texts) - 1, 2)
+        batches = [translator.translate([text], beam_size=beam_size)[0] for text in texts]  # one batch each
+        assert translator.translate(texts, beam_size=beam_size, batch_size=2) == batches
+    assert len(translator._slot_engines) == 2
+    assert not uses_slots(translator, translator.decoding_sampler(1), 2, 2)  # one batch: the whole loop
