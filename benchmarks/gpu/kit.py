@@ -8,6 +8,8 @@ One run measures, each stage on its own (a failing stage is recorded and the nex
   `mixed_bfloat16`: step ms, target tokens/s, achieved TFLOP/s and MFU against a stated peak;
 - the same model built from keras-hub's layers, when `keras_hub` imports;
 - greedy and beam-4 decoding (XLA-compiled, fixed length) at batch 1, 8 and 64: tokens/s;
+- continuous batching: a `SlotEngine` of 64 and 256 slots against static batches of the same size on the same
+  sentences (`engine_stage.py`): useful tokens/s of each;
 - peak device memory (JAX's `memory_stats()`), the device's name, and the versions.
 
 It writes one JSON file and one markdown table (`--out`), rewritten after every stage, so a run cut short
@@ -38,9 +40,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCHMARKS)
-for path in (ROOT, BENCHMARKS):
+for path in (ROOT, BENCHMARKS, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+from engine_stage import engine_stage  # noqa: E402 - after the path set-up
+from engine_stage import markdown_rows  # noqa: E402
 
 JSON_NAME = "gpu_kit.json"
 MARKDOWN_NAME = "gpu_kit.md"
@@ -53,10 +58,10 @@ PEAK_FP32_TFLOPS = 494.7
 
 FULL = dict(vocab=32000, layers=6, d_model=512, heads=8, d_ff=2048, batch=1000, src_len=25, tgt_len=25,
             warmup=3, steps=10, decode_batches="1,8,64", decode_length=32, decode_repeats=5, matmul_size=8192,
-            matmul_repeats=10)
+            matmul_repeats=10, engine_slots="64,256", engine_length=64, engine_sentences_per_slot=4)
 TINY = dict(vocab=200, layers=2, d_model=32, heads=2, d_ff=64, batch=8, src_len=10, tgt_len=10,
             warmup=1, steps=2, decode_batches="1,8,64", decode_length=8, decode_repeats=2, matmul_size=256,
-            matmul_repeats=3)
+            matmul_repeats=3, engine_slots="4,16", engine_length=16, engine_sentences_per_slot=2)
 MIN_TIMED = 3  # timed steps/calls taken even past a stage's share of the budget (when --steps allows)
 
 
@@ -91,6 +96,7 @@ def parse_args(argv=None):
     if args.decode_policies is None:
         args.decode_policies = "mixed_bfloat16" if args.tiny else "mixed_bfloat16,float32"
     args.decode_batches = [int(b) for b in str(args.decode_batches).split(",") if b]
+    args.engine_slots = [int(b) for b in str(args.engine_slots).split(",") if b]
     args.train_policies = [p for p in args.train_policies.split(",") if p]
     args.decode_policies = [p for p in args.decode_policies.split(",") if p]
     # what benchmarks/train_step.py's builders read
@@ -204,6 +210,7 @@ def markdown(data):
             sig(pct(s.get("mfu")), "%"), sig(pct(s.get("of_matmul_rate")), "%"),
             fmt(gib(s.get("peak_memory_bytes")), ".2f"), status.replace("|", "/"),
         ]) + " |")
+    lines += markdown_rows(data["stages"])
     return "\n".join(lines) + "\n"
 
 
@@ -466,6 +473,9 @@ def plan(args, env, matmul_rates, decode_models):
 
     stages = [(record(f"matmul {args.matmul_size}^3", "matmul", dtype), 0.5, matmul_stage(args, dtype))
               for dtype in ("float32", "bfloat16")]
+    for slots in args.engine_slots:  # early: the stages most likely to be cut short are the older ones
+        stages.append((record("engine continuous", "engine", args.decode_policies[0], slots),
+                       4.0, engine_stage(args, slots, args.decode_policies[0])))
     implementations = ["keras_transformer"]
     hub_missing = env["keras_hub_status"] != "imported"
     if not hub_missing:
@@ -524,7 +534,9 @@ def main(argv=None):
         "warmup_steps": args.warmup, "timed_steps": args.steps, "train_policies": args.train_policies,
         "decode_policies": args.decode_policies, "decode_batches": args.decode_batches,
         "decode_length": args.decode_length, "decode_repeats": args.decode_repeats, "beam_size": 4,
-        "matmul_size": args.matmul_size, "optimizer": "Adam(1e-4, 0.9, 0.98, 1e-9)", "jit_compile": True,
+        "matmul_size": args.matmul_size, "engine_slots": args.engine_slots, "engine_length": args.engine_length,
+        "engine_sentences_per_slot": args.engine_sentences_per_slot, "optimizer": "Adam(1e-4, 0.9, 0.98, 1e-9)",
+        "jit_compile": True,
     }
     results.data["peaks"] = {
         "bfloat16_tflops": args.peak_bf16_tflops, "float32_tflops": args.peak_fp32_tflops,
@@ -607,6 +619,8 @@ def summary(record):
     text = f"{record['ms']:.2f} ms, {record['tokens_per_s']:,.0f} tokens/s"
     if record["kind"] == "train":
         text += f", {sig(record['tflops'])} TFLOP/s, MFU {sig(pct(record['mfu']), '%')}"
+    if record["kind"] == "engine":
+        text += f" (static batches {record['static_tokens_per_s']:,.0f} tokens/s: {record['speedup']:.2f}x)"
     return head + text + f" (compile {record['compile_s']:.1f} s, stage {record['seconds']:.1f} s" + (
         ", cut short)" if record["cut_short"] else ")")
 

@@ -56,8 +56,17 @@ def test_gpu_kit_runs_tiny_on_jax_without_tensorflow(tmp_path):
     for method in ("greedy", "beam-4"):
         for batch in (1, 8, 64):
             expected.add(f"decode/{method}/mixed_bfloat16/b{batch}")
+    engine = {f"engine/continuous/mixed_bfloat16/b{slots}" for slots in config["engine_slots"]}
     stages = {stage["id"]: stage for stage in data["stages"]}
-    assert expected <= set(stages), sorted(expected - set(stages))
+    assert expected | engine <= set(stages), sorted(expected | engine - set(stages))
+    for stage_id in engine:  # the engine and the static batches decode the same sentences to the planned lengths
+        stage = stages[stage_id]
+        assert stage["status"] == "ok" and stage["error"] is None, stage
+        assert stage["sentences"] == stage["batch"] * config["engine_sentences_per_slot"]
+        assert stage["lengths_as_planned"] == stage["engine_lengths_equal"] == stage["sentences"], stage
+        assert positive(stage["tokens_per_s"]) and positive(stage["static_tokens_per_s"]), stage
+        assert stage["speedup"] == pytest.approx(stage["static_ms"] / stage["ms"], rel=1e-6)
+        assert stage["static_row_steps"] >= stage["tokens"]  # static rows pay for steps after they end
     if not hub:  # the one line that says why keras-hub's model is missing
         assert stages["train/keras-hub"]["status"] == "skipped" and stages["train/keras-hub"]["error"]
 
@@ -91,5 +100,6 @@ def test_gpu_kit_runs_tiny_on_jax_without_tensorflow(tmp_path):
             cells += [str(stage["batch"]), f"{stage['tokens']:,}"]
         row = r"^\| " + r" \| ".join(re.escape(cell) for cell in cells) + r" \|.*\| ok \|$"
         assert re.search(row, table, re.MULTILINE), (stage_id, table)
+    assert "| precision | slots | sentences | mean length | useful tokens | static ms | engine ms |" in table
     progress = [line for line in result.stdout.splitlines() if line.startswith("[kit ")]
-    assert len(progress) >= len(expected) + 2, result.stdout
+    assert len(progress) >= len(expected | engine) + 2, result.stdout
