@@ -11,8 +11,8 @@ model work per row and step (the tokens between may differ where rounding moves 
 
 - static: sentences sorted by source length, cut into batches of `slots`, each decoded by the XLA-compiled
   whole-loop sampler (`sample_decode`'s compiled function) until its longest row ends;
-- engine: every sentence submitted at once to a `SlotEngine(slots=..., steps_per_call=8)`; a finished row's slot
-  takes the next sentence.
+- engine: every sentence submitted at once to a `SlotEngine(slots=..., steps_per_call=...)` (8 by default, as
+  `Translator.translate` uses); a finished row's slot takes the next sentence.
 
 Useful tokens (the sum of the lengths) per second of each, after a first untimed pass that compiles.
 """
@@ -21,7 +21,6 @@ import statistics
 
 ENGINE_TEMPERATURE = 1000.0
 CONTINUE, END = 0.5, 1e-7
-STEPS_PER_CALL = 8
 SOURCE_WIDTH = 32
 
 _models = {}
@@ -60,8 +59,9 @@ def engine_model(args, policy):
     return _models[policy]
 
 
-def engine_stage(args, slots, policy):
-    """The stage function (`run(stage)`, see kit.py) for `slots` slots at `policy`."""
+def engine_stage(args, slots, policy, steps_per_call):
+    """The stage function (`run(stage)`, see kit.py) for `slots` slots at `policy`, `steps_per_call` tokens per
+    compiled call."""
 
     def run(stage):
         import numpy as np
@@ -100,12 +100,17 @@ def engine_stage(args, slots, policy):
                     static_out[i] = tokens[j]
 
         engine = SlotEngine(model, max_length=max_length, start_id=1, end_id=2, slots=slots,
-                            sampler=RandomSampler(temperature=ENGINE_TEMPERATURE), steps_per_call=STEPS_PER_CALL,
+                            sampler=RandomSampler(temperature=ENGINE_TEMPERATURE), steps_per_call=steps_per_call,
                             source_buckets=(SOURCE_WIDTH,), fixed_weights=True)
-        engine_out = []
+        engine_out, calls = [], []
 
-        def continuous():
-            engine_out[:] = engine.run(sources, uniforms=list(uniforms))
+        def continuous():  # what `engine.run` does, counting the engine's calls
+            requests = [engine.submit(source, uniforms=numbers) for source, numbers in zip(sources, uniforms)]
+            calls.append(0)
+            while not engine.idle:
+                engine.step()
+                calls[-1] += 1
+            engine_out[:] = [request.tokens for request in requests]
 
         repeats = max(1, args.decode_repeats // 2)
         static_compile, static_times = stage.timed(static, 1, repeats)
@@ -123,7 +128,9 @@ def engine_stage(args, slots, policy):
             "engine_equal_static": int(sum(len(a) == len(b) and bool(np.all(a == b[: len(a)]))
                                            for a, b in zip(engine_out, static_out))),
             "engine_lengths_equal": int(sum(len(a) == n for a, n in zip(engine_out, lengths))),
-            "steps_per_call": STEPS_PER_CALL, "mean_length": useful / count,
+            "steps_per_call": steps_per_call, "engine_calls": calls[-1],
+            "ms_per_engine_call": 1000 * seconds / calls[-1],
+            "mean_length": useful / count,
         }
 
     return run
@@ -134,14 +141,16 @@ def markdown_rows(stages):
     done = [s for s in stages if s.get("kind") == "engine" and s.get("status") == "ok" and "speedup" in s]
     if not done:
         return []
-    lines = ["", "Continuous batching (`SlotEngine`, steps_per_call 8) against static batches of the same size, "
-                 "the same sentences (useful tokens = the sum of their lengths):", "",
-             "| precision | slots | sentences | mean length | useful tokens | static ms | engine ms | static tokens/s "
-             "| engine tokens/s | engine / static | lengths as planned (static, engine) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["", "Continuous batching (`SlotEngine`) against static batches of the same size, the same sentences "
+                 "(useful tokens = the sum of their lengths):", "",
+             "| precision | slots | steps per call | engine calls | ms per call | sentences | mean length "
+             "| useful tokens | static ms | engine ms | static tokens/s | engine tokens/s | engine / static "
+             "| lengths as planned (static, engine) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in done:
         lines.append(
-            f"| {s['precision']} | {s['batch']} | {s['sentences']} | {s['mean_length']:.1f} | {s['tokens']:,} | "
+            f"| {s['precision']} | {s['batch']} | {s['steps_per_call']} | {s['engine_calls']} | "
+            f"{s['ms_per_engine_call']:.2f} | {s['sentences']} | {s['mean_length']:.1f} | {s['tokens']:,} | "
             f"{s['static_ms']:.1f} | {s['ms']:.1f} | {s['static_tokens_per_s']:,.0f} | {s['tokens_per_s']:,.0f} | "
             f"{s['speedup']:.2f}x | {s['lengths_as_planned']}, {s['engine_lengths_equal']} of {s['sentences']} |")
     return lines

@@ -80,6 +80,10 @@ def parse_args(argv=None):
                              "67 for plain FP32)")
     parser.add_argument("--forbid-tensorflow", action="store_true",
                         help="make `import tensorflow` fail in this process (proves the kit needs no TensorFlow)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated stage kinds to run (matmul, engine, train, decode); default all")
+    parser.add_argument("--engine-steps-per-call", default="8",
+                        help="comma-separated SlotEngine steps_per_call values, an engine stage per value and slots")
     parser.add_argument("--skip-keras-hub", action="store_true", help="leave out keras-hub's model")
     parser.add_argument("--train-policies", default="float32,mixed_bfloat16")
     parser.add_argument("--decode-policies", default=None,
@@ -97,6 +101,8 @@ def parse_args(argv=None):
         args.decode_policies = "mixed_bfloat16" if args.tiny else "mixed_bfloat16,float32"
     args.decode_batches = [int(b) for b in str(args.decode_batches).split(",") if b]
     args.engine_slots = [int(b) for b in str(args.engine_slots).split(",") if b]
+    args.engine_steps_per_call = [int(b) for b in str(args.engine_steps_per_call).split(",") if b]
+    args.only = [kind for kind in (args.only or "").split(",") if kind]
     args.train_policies = [p for p in args.train_policies.split(",") if p]
     args.decode_policies = [p for p in args.decode_policies.split(",") if p]
     # what benchmarks/train_step.py's builders read
@@ -473,9 +479,11 @@ def plan(args, env, matmul_rates, decode_models):
 
     stages = [(record(f"matmul {args.matmul_size}^3", "matmul", dtype), 0.5, matmul_stage(args, dtype))
               for dtype in ("float32", "bfloat16")]
-    for slots in args.engine_slots:  # early: the stages most likely to be cut short are the older ones
-        stages.append((record("engine continuous", "engine", args.decode_policies[0], slots),
-                       4.0, engine_stage(args, slots, args.decode_policies[0])))
+    for steps_per_call in args.engine_steps_per_call:  # early: the stages most likely to be cut short are the older
+        for slots in args.engine_slots:
+            name = "engine continuous" + ("" if steps_per_call == 8 else f" k{steps_per_call}")
+            stages.append((record(name, "engine", args.decode_policies[0], slots),
+                           4.0, engine_stage(args, slots, args.decode_policies[0], steps_per_call)))
     implementations = ["keras_transformer"]
     hub_missing = env["keras_hub_status"] != "imported"
     if not hub_missing:
@@ -491,6 +499,8 @@ def plan(args, env, matmul_rates, decode_models):
                 label = "greedy" if method == "greedy" else "beam-4"
                 stages.append((record(f"decode {label}", "decode", policy, batch, method=method),
                                1.0, decode_stage(args, decode_models, method, batch, policy)))
+    if args.only:
+        stages = [stage for stage in stages if stage[0]["kind"] in args.only]
     return stages, hub_missing
 
 
