@@ -11,7 +11,8 @@ steps (a sentence joins whatever is running), against:
 * `alone`: the first `--alone` sentences decoded one at a time (batch 1) against the engine's rows, which were
   decoded beside others and inserted mid-run.
 
-It prints one row per check (sentences whose tokens are equal) and exits 1 if any differs. It runs on the
+It prints one row per check (sentences whose tokens are equal), for each sampled row that differs the float32
+margin where it does (a tie at the top-p cut or the draw, see `sampling_margins`), and exits 1 if any differs. It runs on the
 backend `KERAS_BACKEND` names (TensorFlow, JAX, PyTorch).
 
 Usage:
@@ -57,6 +58,30 @@ def count_equal(expected, outputs):
     import numpy as np
 
     return sum(np.array_equal(trimmed(e), np.asarray(o)) for e, o in zip(expected, outputs))
+
+
+def sampling_margins(model, source, expected, got, uniforms, start, top_p):
+    """Where a sampled row differs: `(position, margin)`, the first differing position and the smallest float32
+    margin there (float64 arithmetic on the model's logits, teacher-forced on the common prefix) between a kept
+    token's preceding mass and the top-p cut, or between a cumulative mass and the draw's threshold: a margin near
+    float32's resolution (1e-6) means the two orders of summation may fall on either side."""
+    import numpy as np
+    from keras import ops
+
+    expected, got = trimmed(expected), np.asarray(got)
+    t = next(i for i in range(min(len(expected), len(got)) + 1)
+             if i == len(expected) or i == len(got) or expected[i] != got[i])
+    decoder = np.concatenate([[start], expected[:t]]).astype("int32")[None]
+    logits = ops.convert_to_numpy(model({"encoder_inputs": trimmed(source)[None], "decoder_inputs": decoder}))
+    logits = np.asarray(logits[0, -1], "float64")
+    logits[0] = logits[start] = -np.inf
+    probs = np.sort(np.exp(logits - logits.max()))[::-1]
+    probs /= probs.sum()
+    before = np.cumsum(probs) - probs
+    kept = probs[before < top_p]
+    cut = np.min(np.abs(before[: kept.size + 1] - top_p))
+    draw = np.min(np.abs(np.cumsum(kept) - uniforms[t] * kept.sum()))
+    return t, min(cut, draw)
 
 
 def main(argv=None):
@@ -114,6 +139,9 @@ def main(argv=None):
     uniforms = np.asarray(ops.convert_to_numpy(draw_uniforms(len(src), max_length, 7)))
     outputs = engine(sampler=TopPSampler(p=0.9)).run(src, uniforms=uniforms, arrivals=arrivals)
     ok &= check("sampling (top-p 0.9, seeded)", sampled, outputs, time.perf_counter() - begin)
+    for i in [i for i in range(len(src)) if not np.array_equal(trimmed(sampled[i]), np.asarray(outputs[i]))]:
+        t, margin = sampling_margins(model, src[i], sampled[i], outputs[i], uniforms[i], start, 0.9)
+        print(f"  sampled row {i} differs from token {t + 1}: float32 margin there {margin:.1e}", flush=True)
 
     begin = time.perf_counter()
     prefixes = [greedy[i][: 1 + i % 3] for i in range(len(src))]
