@@ -12,8 +12,8 @@ steps (a sentence joins whatever is running), against:
   decoded beside others and inserted mid-run.
 
 It prints one row per check (sentences whose tokens are equal), for each sampled row that differs the float32
-margin where it does (a tie at the top-p cut or the draw, see `sampling_margins`), and exits 1 if any differs. It runs on the
-backend `KERAS_BACKEND` names (TensorFlow, JAX, PyTorch).
+margin where it does (a tie at the top-p cut or the draw, see `sampling_margins`), and exits 1 if any differs. It
+runs on the backend `KERAS_BACKEND` names (TensorFlow, JAX, PyTorch).
 
 Usage:
     python benchmarks/engine_parity.py RUN --src test_2016_flickr.de.gz
