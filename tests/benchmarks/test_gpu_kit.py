@@ -100,6 +100,6 @@ def test_gpu_kit_runs_tiny_on_jax_without_tensorflow(tmp_path):
             cells += [str(stage["batch"]), f"{stage['tokens']:,}"]
         row = r"^\| " + r" \| ".join(re.escape(cell) for cell in cells) + r" \|.*\| ok \|$"
         assert re.search(row, table, re.MULTILINE), (stage_id, table)
-    assert "| precision | slots | sentences | mean length | useful tokens | static ms | engine ms |" in table
+    assert "| precision | slots | steps per call | engine calls | ms per call | sentences | mean length " in table
     progress = [line for line in result.stdout.splitlines() if line.startswith("[kit ")]
     assert len(progress) >= len(expected | engine) + 2, result.stdout
