@@ -23,8 +23,6 @@ ENGINE_TEMPERATURE = 1000.0
 CONTINUE, END = 0.5, 1e-7
 SOURCE_WIDTH = 32
 
-_models = {}
-
 
 def workload(count, max_length, seed):
     """`(sources, lengths, uniforms)` of `count` sentences: int32 sources (at most `SOURCE_WIDTH` ids, no padding),
@@ -40,28 +38,9 @@ def workload(count, max_length, seed):
     return sources, lengths, uniforms
 
 
-def engine_model(args, policy):
-    """The kit's model at `policy`, with positions for `engine_length` target tokens (built once per policy)."""
-    if policy not in _models:
-        import keras
-
-        from keras_transformer import build_transformer
-
-        _models.clear()
-        keras.config.set_dtype_policy(policy)
-        try:
-            keras.utils.set_random_seed(0)
-            _models[policy] = build_transformer(
-                args.vocab, args.vocab, num_layers=args.layers, d_model=args.d_model, num_heads=args.heads,
-                d_ff=args.d_ff, dropout=args.dropout, max_length=max(SOURCE_WIDTH, args.engine_length) + 8)
-        finally:
-            keras.config.set_dtype_policy("float32")
-    return _models[policy]
-
-
-def engine_stage(args, slots, policy, steps_per_call):
+def engine_stage(args, models, slots, policy, steps_per_call):
     """The stage function (`run(stage)`, see kit.py) for `slots` slots at `policy`, `steps_per_call` tokens per
-    compiled call."""
+    compiled call, on the decoding stages' model (`models`: kit.py's `DecodeModels`)."""
 
     def run(stage):
         import numpy as np
@@ -72,7 +51,7 @@ def engine_stage(args, slots, policy, steps_per_call):
         from keras_transformer.decoding.arguments import check_decoding_args
         from keras_transformer.decoding.sampling import sample_with_parts
 
-        model = engine_model(args, policy)
+        model = models.get(policy)
         max_length = args.engine_length
         parts = check_decoding_args(model, max_length, 1, 2)[0]
         count = args.engine_sentences_per_slot * slots

@@ -44,7 +44,8 @@ for path in (ROOT, BENCHMARKS, HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from engine_stage import engine_stage  # noqa: E402 - after the path set-up
+from engine_stage import SOURCE_WIDTH  # noqa: E402 - after the path set-up
+from engine_stage import engine_stage  # noqa: E402
 from engine_stage import markdown_rows  # noqa: E402
 
 JSON_NAME = "gpu_kit.json"
@@ -407,7 +408,7 @@ def train_stage(args, implementation, policy, matmul_rates):
 
 
 class DecodeModels:
-    """One model per precision for the decoding stages, built on first use."""
+    """One model per precision for the decoding and engine stages, built on first use."""
 
     def __init__(self, args):
         self.args = args
@@ -427,7 +428,7 @@ class DecodeModels:
                 a = self.args
                 self.models[policy] = build_transformer(
                     a.vocab, a.vocab, num_layers=a.layers, d_model=a.d_model, num_heads=a.heads, d_ff=a.d_ff,
-                    dropout=a.dropout, max_length=max(a.src_len, a.decode_length) + 8,
+                    dropout=a.dropout, max_length=max(a.src_len, a.decode_length, a.engine_length, SOURCE_WIDTH) + 8,
                 )
             finally:
                 set_policy("float32")
@@ -483,7 +484,7 @@ def plan(args, env, matmul_rates, decode_models):
         for slots in args.engine_slots:
             name = "engine continuous" + ("" if steps_per_call == 8 else f" k{steps_per_call}")
             stages.append((record(name, "engine", args.decode_policies[0], slots),
-                           4.0, engine_stage(args, slots, args.decode_policies[0], steps_per_call)))
+                           4.0, engine_stage(args, decode_models, slots, args.decode_policies[0], steps_per_call)))
     implementations = ["keras_transformer"]
     hub_missing = env["keras_hub_status"] != "imported"
     if not hub_missing:
@@ -560,7 +561,7 @@ def main(argv=None):
     matmul_rates = {}
     decode_models = DecodeModels(args)
     stages, hub_missing = plan(args, env, matmul_rates, decode_models)
-    if hub_missing:
+    if hub_missing and (not args.only or "train" in args.only):
         results.add({"id": "train/keras-hub", "name": "train keras-hub", "kind": "train", "status": "skipped",
                      "error": env["keras_hub_status"], "implementation": "keras-hub", "precision": "", "batch": None})
     weights_left = sum(weight for _, weight, _ in stages)
