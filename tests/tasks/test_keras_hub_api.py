@@ -179,10 +179,13 @@ def test_int8_generates_as_float32_on_nine_in_ten_sentences(trained, tmp_path):
     assert int8_bytes <= 0.5 * float_bytes, (int8_bytes, float_bytes)
     fresh = keras_hub.models.Seq2SeqLM.from_preset(str(tmp_path / "float"))
     fresh.quantize("int8")  # before any generate() or fit(): the preprocessor is built for Keras' walk
-    assert fresh.generate(texts[:10]) == int8_outputs[:10]
+    # The same int8 weights give the same logits (what generate() decodes from; a generate() per model would compile
+    # each one's decoding loop again).
+    int8_logits = _logits(quantized, texts[:10])
+    np.testing.assert_allclose(_logits(fresh, texts[:10]), int8_logits, atol=1e-5)
     reloaded = keras_hub.models.Seq2SeqLM.from_preset(quantized.save_to_preset(str(tmp_path / "int8")))
     assert reloaded.backbone.encoder_layers[0].self_attention.query_dense.quantization_mode == "int8"
-    assert reloaded.generate(texts[:10]) == int8_outputs[:10]
+    np.testing.assert_allclose(_logits(reloaded, texts[:10]), int8_logits, atol=1e-5)
 
 
 def test_save_to_preset_then_upload_preset(trained, preset, monkeypatch):
