@@ -77,7 +77,7 @@ def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops(tmp_path):
 def test_scale_benchmark_reports_memory_first_step_and_pipeline_rate():
     out = run_script("scale.py", "--data", "synthetic", "--pairs", "3000", "--shards", "2", "--steps", "4",
                      "--pipeline-batches", "4", "--num-layers", "1", *TINY_MODEL, "--num-heads", "2",
-                     "--vocab-size", "200", "--batch-size", "32")
+                     "--vocab-size", "200", "--batch-size", "32", "--no-jit-compile")
     assert re.search(r"3,000 pairs\s+\|\s+3,000\s+\|\s+2\s+\|", out), out
     assert re.search(r"peak RSS, large corpus: [\d.]+ GB \(goal < 2.5 GB: (met|NOT met)\); [\d.]+x the synthetic", out)
     assert re.search(r"first step, large corpus: \d+ s after the command started", out), out
@@ -125,7 +125,7 @@ def test_ensemble_combine_benchmark_scores_both_rules_and_agrees_for_identical_m
 @pytest.mark.slow
 def test_deploy_benchmark_runs_each_engine_against_ctranslate2_for_a_run_and_an_ensemble(tmp_path):
     """Each engine, at each batch size, for a run; then the ensemble of that run with its own copy, whose CTranslate2
-    rows decode one member: the ensemble translates as the run does, in every engine."""
+    rows decode one member: the ensemble translates as the run does, in Python and in CTranslate2."""
     pytest.importorskip("ctranslate2")
     import shutil
 
@@ -147,14 +147,16 @@ def test_deploy_benchmark_runs_each_engine_against_ctranslate2_for_a_run_and_an_
         for batch in (1, 2):
             assert re.search(rf"{engine}\s+1\s+{batch}\s+[\d.]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+", out), out
     assert re.search(r"ct2-fp32\s+1\s+1\s+.*\s1\.00$", out, flags=re.M), out
-    out = run_script("deploy.py", ensemble, *common, "--batches", "2", "--engines", "python", "saved_model",
-                     "ct2-fp32", "--json", str(tmp_path / "ensemble.json"), "--work", str(tmp_path / "w2"))
+    # The ensemble's SavedModel is the run's export path with two members (tests/export/test_ensemble_export.py
+    # checks it translates as the members do); here the script's ensemble handling, in Python and CTranslate2.
+    out = run_script("deploy.py", ensemble, *common, "--batches", "2", "--engines", "python", "ct2-fp32",
+                     "--json", str(tmp_path / "ensemble.json"), "--work", str(tmp_path / "w2"))
     assert "an ensemble of 2 runs: the ct2 rows decode member 0" in out
     bleu = {}
     for name in ("run", "ensemble"):
         rows = json.load(open(tmp_path / f"{name}.json"))
-        bleu[name] = {r["engine"]: r["bleu"] for r in rows if r["engine"] in ("python", "saved_model", "ct2-fp32")}
-    assert set(bleu["ensemble"]) == {"python", "saved_model", "ct2-fp32"}, out
+        bleu[name] = {r["engine"]: r["bleu"] for r in rows if r["engine"] in ("python", "ct2-fp32")}
+    assert set(bleu["ensemble"]) == {"python", "ct2-fp32"}, out
     assert bleu["ensemble"] == bleu["run"]
 
 

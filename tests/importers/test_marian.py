@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -24,6 +25,17 @@ def cli(*args, stdin=None, env=None, timeout=600):
     return subprocess.run([sys.executable, "-m", "keras_transformer.cli", *args], input=stdin, capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})},
                           timeout=timeout)
+
+
+def cli_here(capsys, *args):
+    """`keras-transformer ARGS` in this process (no TensorFlow import per call), with `cli`'s result fields; for the
+    checks of what the command writes and says, where a fresh process proves nothing more."""
+    from keras_transformer import cli as commands
+
+    capsys.readouterr()
+    returncode = commands.main(list(args))
+    captured = capsys.readouterr()
+    return types.SimpleNamespace(returncode=returncode, stdout=captured.out, stderr=captured.err)
 
 
 def assert_one_line_error(process, *fragments):
@@ -163,33 +175,35 @@ def test_fine_tuning_an_imported_run_lowers_the_loss_and_translates(imported, tm
     assert process.returncode == 0 and len(process.stdout.split("\n")) == 6, process.stderr
 
 
-def test_a_second_import_needs_overwrite_and_failures_leave_nothing(checkpoint, imported, tmp_path):
-    assert_one_line_error(cli("import", checkpoint[0], "--output", imported), "--overwrite")
-    assert cli("import", checkpoint[0], "--output", imported, "--overwrite").returncode == 0
+def test_a_second_import_needs_overwrite_and_failures_leave_nothing(checkpoint, imported, tmp_path, capsys):
+    assert_one_line_error(cli_here(capsys, "import", checkpoint[0], "--output", imported), "--overwrite")
+    assert cli_here(capsys, "import", checkpoint[0], "--output", imported, "--overwrite").returncode == 0
     broken = tmp_path / "broken"
     broken.mkdir()
     for name in os.listdir(checkpoint[0]):
         data = open(os.path.join(checkpoint[0], name), "rb").read()
         (broken / name).write_bytes(data[: len(data) // 2] if name == "model.safetensors" else data)
     out = tmp_path / "never"
-    assert_one_line_error(cli("import", str(broken), "--output", str(out)), "model.safetensors", "truncated")
+    assert_one_line_error(cli_here(capsys, "import", str(broken), "--output", str(out)), "model.safetensors",
+                          "truncated")
     assert not out.exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".tmp")]
 
 
-def test_bad_checkpoints_are_refused_in_one_line(checkpoint, tmp_path):
+def test_bad_checkpoints_are_refused_in_one_line(checkpoint, tmp_path, capsys):
     # Another architecture.
     bart = tmp_path / "bart"
     bart.mkdir()
     (bart / "config.json").write_text(json.dumps({"model_type": "bart", "architectures": ["BartModel"]}))
-    assert_one_line_error(cli("import", str(bart), "--output", str(tmp_path / "a")), "config.json", "'bart'",
-                          "marian")
+    assert_one_line_error(cli_here(capsys, "import", str(bart), "--output", str(tmp_path / "a")), "config.json",
+                          "'bart'", "marian")
     # A missing tokenizer file.
     partial = tmp_path / "partial"
     partial.mkdir()
     for name in os.listdir(checkpoint[0]):
         if name != "source.spm":
             (partial / name).write_bytes(open(os.path.join(checkpoint[0], name), "rb").read())
-    assert_one_line_error(cli("import", str(partial), "--output", str(tmp_path / "b")), "source.spm", "missing")
+    assert_one_line_error(cli_here(capsys, "import", str(partial), "--output", str(tmp_path / "b")), "source.spm",
+                          "missing")
     # A tensor of another shape than config.json says.
     wrong = tmp_path / "wrong"
     wrong.mkdir()
@@ -198,7 +212,8 @@ def test_bad_checkpoints_are_refused_in_one_line(checkpoint, tmp_path):
     config = json.load(open(wrong / "config.json"))
     config["encoder_ffn_dim"] = config["decoder_ffn_dim"] = 96
     (wrong / "config.json").write_text(json.dumps(config))
-    assert_one_line_error(cli("import", str(wrong), "--output", str(tmp_path / "c")), "fc1.weight", "shape")
+    assert_one_line_error(cli_here(capsys, "import", str(wrong), "--output", str(tmp_path / "c")), "fc1.weight",
+                          "shape")
     # A hub id while offline.
     process = cli("import", "hf://Helsinki-NLP/opus-mt-de-en", "--output", str(tmp_path / "d"),
                   env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
@@ -206,7 +221,7 @@ def test_bad_checkpoints_are_refused_in_one_line(checkpoint, tmp_path):
     assert not any((tmp_path / name).exists() for name in "abcd")
 
 
-def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refused(checkpoint, tmp_path):
+def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refused(checkpoint, tmp_path, capsys):
     import torch
 
     from keras_transformer import load_run
@@ -214,7 +229,7 @@ def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refus
     plain = tmp_path / "plain"
     make_marian_checkpoint(str(plain), weights="pytorch")
     assert not (plain / "model.safetensors").exists()
-    assert cli("import", str(plain), "--output", str(tmp_path / "from-bin")).returncode == 0
+    assert cli_here(capsys, "import", str(plain), "--output", str(tmp_path / "from-bin")).returncode == 0
     assert load_run(str(tmp_path / "from-bin")).model.count_params() > 0
 
     planted = tmp_path / "planted"
@@ -231,7 +246,7 @@ def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refus
     state["payload"] = Payload()
     torch.save(state, str(planted / "pytorch_model.bin"))
     assert not marker.exists()
-    process = cli("import", str(planted), "--output", str(tmp_path / "never"))
+    process = cli_here(capsys, "import", str(planted), "--output", str(tmp_path / "never"))
     assert_one_line_error(process, "pytorch_model.bin", "refused", "never code")
     assert not marker.exists() and not (tmp_path / "never").exists()
 
