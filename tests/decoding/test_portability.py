@@ -77,6 +77,8 @@ print("jax ok")
 """
 
 
+# From the TensorFlow pass only: the JAX pass runs every decoder test on JAX itself.
+@pytest.mark.tensorflow_only
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
 def test_decoders_run_on_the_jax_backend():
     root = pathlib.Path(__file__).parents[2]
