@@ -129,13 +129,14 @@ MODEL_RULES = {
     "activation": _Rule("choice", choices=_ACTIVATIONS),
     "norm_first": _Rule("bool"),
     "layer_norm_epsilon": _Rule("float", above=0, below=1),
-    "position": _Rule("choice", choices=("sinusoidal", "sinusoidal_concat", "learned", "none")),
+    "position": _Rule("choice", choices=("sinusoidal", "sinusoidal_concat", "sinusoidal_fairseq", "learned", "none")),
     "scale_embeddings": _Rule("bool"),
     "use_rotary": _Rule("bool"),
     "use_bias": _Rule("bool"),
     "share_embeddings": _Rule("bool"),
     "tie_output": _Rule("bool"),
     "output_bias": _Rule("bool"),
+    "start_logit_from_padding": _int(1, 100_000_000, optional=True),
 }
 
 TRAINING_RULES = {
@@ -201,6 +202,13 @@ def check_model(values):
             values["src_vocab_size"] != values.get("tgt_vocab_size"):
         raise SettingError(f"share_embeddings = True: needs one shared vocabulary, but src_vocab_size = "
                            f"{values['src_vocab_size']} != tgt_vocab_size = {values.get('tgt_vocab_size')}")
+    start = values.get("start_logit_from_padding")
+    if start is not None and not (values.get("tie_output") and values.get("output_bias")):
+        raise SettingError(f"start_logit_from_padding = {start}: needs tie_output = True and output_bias = True "
+                           "(the tied projection's LogitsBias sets that logit)")
+    if start is not None and "tgt_vocab_size" in values and start >= values["tgt_vocab_size"]:
+        raise SettingError(f"start_logit_from_padding = {start}: must be a target id below tgt_vocab_size = "
+                           f"{values['tgt_vocab_size']}")
 
 
 def check_training(values):

@@ -48,7 +48,8 @@ def _position_table(embedding):
     if embedding.position == "learned":
         return _numpy(embedding.position_embeddings)
     return _numpy(sinusoidal_encoding(np.arange(embedding.max_length), embedding.d_model,
-                                      concat=embedding.position == "sinusoidal_concat"))
+                                      concat=embedding.position == "sinusoidal_concat",
+                                      fairseq=embedding.position == "sinusoidal_fairseq"))
 
 
 def _linear(spec, layer):

@@ -16,32 +16,29 @@ decoder embeds at its first step). Logits therefore agree token for token; `Sent
 maps ours to Marian's.
 """
 
-import json
 import os
 
 import numpy as np
 
-from keras_transformer.atomic import atomic_path
 from keras_transformer.data.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_transformer.decoding.tuning import DecodingSettings
+from keras_transformer.importers.bart_layout import IMPORT_FILE
+from keras_transformer.importers.bart_layout import CheckpointTensors
+from keras_transformer.importers.bart_layout import assign_blocks
+from keras_transformer.importers.bart_layout import check_destination
+from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.models import TransformerConfig
 from keras_transformer.runs.config import TrainingConfig
-from keras_transformer.runs.directory import is_run_directory
-from keras_transformer.runs.run import save_model
-from keras_transformer.runs.run import save_tokenizers
-from keras_transformer.runs.run import write_decoding_settings
-from keras_transformer.runs.run import write_run_config
 
 MODEL_TYPE = "marian"
 # What an import downloads from the Hub (the rest of a repository, e.g. TensorFlow or Flax weights, is left there).
 HUB_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
              "model-*.safetensors", "pytorch_model.bin", "source.spm", "target.spm", "vocab.json",
              "target_vocab.json", "tokenizer_config.json")
-IMPORT_FILE = "imported.json"  # in the run directory: where the weights came from
 _ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}
 
 
@@ -141,34 +138,6 @@ def _token(value, default):
     return value if isinstance(value, str) and value else default
 
 
-def _strip_prefix(tensors):
-    """Tensor names without the `model.` prefix of `MarianMTModel` (`MarianModel` checkpoints have none)."""
-    return {name[len("model."):] if name.startswith("model.") else name: value for name, value in tensors.items()}
-
-
-class _Tensors:
-    """The checkpoint's tensors, taken by name with the shape the config implies (errors name the file)."""
-
-    def __init__(self, tensors, where):
-        self.tensors = _strip_prefix(tensors)
-        self.where = where
-        self.used = set()
-
-    def get(self, name, shape, *alternatives):
-        for candidate in (name, *alternatives):
-            if candidate in self.tensors:
-                value = self.tensors[candidate]
-                if tuple(value.shape) != tuple(shape):
-                    raise CheckpointError(f"{self.where}: tensor {candidate!r} has shape {tuple(value.shape)}; "
-                                          f"expected {tuple(shape)} (from config.json)")
-                self.used.add(candidate)
-                return value
-        raise CheckpointError(f"{self.where}: tensor {name!r} is missing (expected shape {tuple(shape)})")
-
-    def has(self, name):
-        return name in self.tensors
-
-
 def assign_marian_weights(model, tensors, config, source_tokenizer, target_tokenizer, where="the checkpoint"):
     """Copies a Marian checkpoint's tensors (a dict name -> array) into `model` (built from `marian_model_config`).
 
@@ -176,7 +145,7 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
         CheckpointError: a tensor missing or of another shape than `config` implies, or layers the config does not
             know of; the message names `where` (the weights file).
     """
-    t = _Tensors(tensors, where)
+    t = CheckpointTensors(tensors, where)
     d, d_ff = config["d_model"], config.get("encoder_ffn_dim", 4 * config["d_model"])
     shared = bool(config.get("share_encoder_decoder_embeddings", True))
     tied = bool(config.get("tie_word_embeddings", True))
@@ -204,34 +173,7 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
         model.output_projection.kernel.assign(head[target_tokenizer.original_ids].T)
         model.output_projection.bias.assign(bias)
 
-    def linear(layer, prefix, n_in, n_out):
-        layer.kernel.assign(t.get(f"{prefix}.weight", (n_out, n_in)).T)
-        layer.bias.assign(t.get(f"{prefix}.bias", (n_out,)))
-
-    def norm(layer, prefix):
-        layer.gamma.assign(t.get(f"{prefix}.weight", (d,)))
-        layer.beta.assign(t.get(f"{prefix}.bias", (d,)))
-
-    def attention(layer, prefix):
-        for ours, theirs in (("query_dense", "q_proj"), ("key_dense", "k_proj"), ("value_dense", "v_proj"),
-                             ("output_dense", "out_proj")):
-            linear(getattr(layer, ours), f"{prefix}.{theirs}", d, d)
-
-    for side, blocks in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
-        extra = f"{side}.layers.{len(blocks)}."
-        if any(name.startswith(extra) for name in t.tensors):
-            raise CheckpointError(f"{where}: holds more {side} layers than config.json's {side}_layers = "
-                                  f"{len(blocks)}")
-        for i, block in enumerate(blocks):
-            prefix = f"{side}.layers.{i}"
-            attention(block.self_attention, f"{prefix}.self_attn")
-            norm(block.self_attention_norm, f"{prefix}.self_attn_layer_norm")
-            if side == "decoder":
-                attention(block.cross_attention, f"{prefix}.encoder_attn")
-                norm(block.cross_attention_norm, f"{prefix}.encoder_attn_layer_norm")
-            linear(block.ffn_inner, f"{prefix}.fc1", d, d_ff)
-            linear(block.ffn_outer, f"{prefix}.fc2", d_ff, d)
-            norm(block.ffn_norm, f"{prefix}.final_layer_norm")
+    assign_blocks(model, t, d, d_ff)
     return model
 
 
@@ -287,7 +229,7 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
     'sinusoidal_concat'
     """
     output_dir = os.fspath(output_dir)
-    _check_destination(output_dir, overwrite)
+    check_destination(output_dir, overwrite)
     say = print if verbose else (lambda *args, **kwargs: None)
     directory = resolve_source(source, HUB_FILES, verbose=verbose)
     config = read_marian_config(directory)
@@ -299,38 +241,17 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
     say(f"Importing {source}: Marian, {config['encoder_layers']}+{config['decoder_layers']} layers, d_model "
         f"{config['d_model']}, {config['encoder_attention_heads']} heads, vocabulary {source_tokenizer.vocab_size:,}"
         f"{'' if model_config.share_embeddings else ' / ' + format(target_tokenizer.vocab_size, ',')}")
-    import keras
-
     model = model_config.build()
     assign_marian_weights(model, tensors, config, source_tokenizer, target_tokenizer,
                           where=os.path.join(directory, weights_file))
     del tensors
     shared = model_config.share_embeddings and source_tokenizer.vocab == target_tokenizer.vocab
     training = TrainingConfig(vocab_size=source_tokenizer.vocab_size, shared_vocab=shared)
-    with atomic_path(output_dir) as temporary:
-        os.makedirs(temporary)
-        save_tokenizers(temporary, source_tokenizer, target_tokenizer)
-        write_run_config(temporary, model_config, training)
-        with open(os.path.join(temporary, IMPORT_FILE), "w", encoding="utf-8") as f:
-            json.dump({"source": os.fspath(source), "format": "marian", "config": config,
-                       "keras_version": keras.__version__}, f, indent=1)
-            f.write("\n")
-        write_decoding_settings(temporary, marian_decoding(directory, config, source))
-        save_model(model, temporary)
+    write_imported_run(output_dir, model, (source_tokenizer, target_tokenizer), (model_config, training),
+                       {"source": os.fspath(source), "format": "marian", "config": config},
+                       marian_decoding(directory, config, source))
     say(f"Wrote {output_dir} (model.keras, tokenizers/, config.json; {model.count_params():,} weights)")
     return output_dir
-
-
-def _check_destination(output_dir, overwrite):
-    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
-        raise CheckpointError(f"{output_dir}: exists and is not a directory; --output must name a new run directory")
-    if os.path.isdir(output_dir) and os.listdir(output_dir):
-        if not is_run_directory(output_dir):
-            raise CheckpointError(f"{output_dir}: not empty and not a keras-transformer run directory; choose a new "
-                                  "--output (nothing there is written over)")
-        if not overwrite:
-            raise CheckpointError(f"{output_dir}: holds a run; pass --overwrite to replace it, or choose another "
-                                  "--output")
 
 
 __all__ = ["CheckpointError", "HUB_FILES", "IMPORT_FILE", "assign_marian_weights", "import_marian",

@@ -6,17 +6,27 @@ from keras import ops
 
 from keras_transformer.layers.masking import is_per_row
 
-POSITION_TYPES = ("sinusoidal", "sinusoidal_concat", "learned", "none")
+POSITION_TYPES = ("sinusoidal", "sinusoidal_concat", "sinusoidal_fairseq", "learned", "none")
+# fairseq (M2M-100, NLLB) numbers positions from padding_idx + 1 = 2: our position 0 is its row 2.
+FAIRSEQ_POSITION_OFFSET = 2
 
 
-def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0, concat=False):
+def sinusoidal_encoding(positions, d_model, max_wavelength=10000.0, concat=False, fairseq=False):
     """The paper's fixed encoding, `[T] -> [T, d_model]`.
 
     Frequency `i` is `1 / max_wavelength ** (2i / d_model)`. By default its `sin` and `cos` interleave (even and odd
     features); `concat=True` puts all the sines first and the cosines after them, the layout of Marian (OPUS-MT)
-    and tensor2tensor checkpoints.
+    and tensor2tensor checkpoints. `fairseq=True` is fairseq's table (M2M-100, NLLB-200): sines then cosines, with
+    frequency `i` of `h = d_model // 2` being `1 / max_wavelength ** (i / (h - 1))`, a zero feature last when
+    `d_model` is odd, and positions counted from `FAIRSEQ_POSITION_OFFSET`.
     """
     positions = ops.cast(positions, "float32")
+    if fairseq:
+        half = d_model // 2
+        inv_freq = ops.exp(-math.log(max_wavelength) * ops.arange(half, dtype="float32") / float(max(half - 1, 1)))
+        angles = ops.einsum("t,f->tf", positions + float(FAIRSEQ_POSITION_OFFSET), inv_freq)
+        encoding = ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1)
+        return encoding if d_model % 2 == 0 else ops.pad(encoding, [[0, 0], [0, 1]])
     dims = ops.arange(0, d_model, 2, dtype="float32")
     inv_freq = ops.exp(-math.log(max_wavelength) * dims / float(d_model))
     angles = ops.einsum("t,f->tf", positions, inv_freq)  # [T, ceil(d/2)]
@@ -35,7 +45,8 @@ class PositionalEmbedding(keras.layers.Layer):
     and decoder blocks of this package honour. With `position="sinusoidal"` (the paper's default)
     the encoding is computed for any length, so a model can read sequences longer than it saw in
     training (`"sinusoidal_concat"`: the same frequencies, all sines before all cosines, as Marian and
-    tensor2tensor lay them out); `"learned"` uses a trainable table of `max_length` positions; `"none"` adds nothing
+    tensor2tensor lay them out; `"sinusoidal_fairseq"`: fairseq's table, as M2M-100 and NLLB-200 have it);
+    `"learned"` uses a trainable table of `max_length` positions; `"none"` adds nothing
     (use it with rotary attention).
 
     Called with `reverse=True` on a `[batch, length, d_model]` tensor, the layer multiplies by
@@ -47,7 +58,7 @@ class PositionalEmbedding(keras.layers.Layer):
         d_model: int. Embedding size.
         max_length: int. Longest sequence for `"learned"` positions (and a documented limit
             for the others).
-        position: str. `"sinusoidal"`, `"sinusoidal_concat"`, `"learned"` or `"none"`.
+        position: str. `"sinusoidal"`, `"sinusoidal_concat"`, `"sinusoidal_fairseq"`, `"learned"` or `"none"`.
         scale: bool. Multiply token embeddings by `sqrt(d_model)` as the paper does.
         mask_zero: bool. Produce a padding mask for id 0.
         embeddings_initializer: initializer for the token embedding.
@@ -172,7 +183,8 @@ class PositionalEmbedding(keras.layers.Layer):
         else:
             positions = positions + ops.cast(start_index, "int32")
         if self.position.startswith("sinusoidal"):
-            pos = sinusoidal_encoding(positions, self.d_model, concat=self.position == "sinusoidal_concat")
+            pos = sinusoidal_encoding(positions, self.d_model, concat=self.position == "sinusoidal_concat",
+                                      fairseq=self.position == "sinusoidal_fairseq")
         else:
             pos = ops.take(self.position_embeddings, positions, axis=0)
         return ops.reshape(pos, (-1, length, self.d_model)) if per_row else pos[None]

@@ -20,8 +20,14 @@ class LogitsBias(keras.layers.Layer):
     Marian (OPUS-MT) checkpoints keep one (`final_logits_bias`) beside their tied projection. It is not trained
     (`trainable=False` by default), as in the checkpoints' own framework, where it is a buffer.
 
+    `start_logit_from_padding=ID` also replaces the logit at id `ID` (the decoder's start token) by the padding
+    id's (0). An imported model whose decoder starts from a token that also ends sentences (M2M-100 and NLLB start
+    from `</s>`) has a start row that copies the end token's; with this, the logits at every id but 0 are the
+    checkpoint's own logits (its padding logit included), so a softmax over them is the checkpoint's.
+
     Args:
         vocab_size: int. Size of the last axis.
+        start_logit_from_padding: int or `None`. The id whose logit becomes the padding id's.
         **kwargs: base `keras.layers.Layer` arguments (`trainable=True` trains it).
 
     Example:
@@ -32,21 +38,27 @@ class LogitsBias(keras.layers.Layer):
     (1, 2, 4)
     """
 
-    def __init__(self, vocab_size, **kwargs):
+    def __init__(self, vocab_size, start_logit_from_padding=None, **kwargs):
         kwargs.setdefault("trainable", False)
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
+        self.start_logit_from_padding = start_logit_from_padding
 
     def build(self, input_shape=None):
         self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
         self.built = True
 
     def call(self, logits):
-        return keras.ops.cast(logits, "float32") + self.bias
+        logits = keras.ops.cast(logits, "float32") + self.bias
+        if self.start_logit_from_padding is None:
+            return logits
+        start = keras.ops.equal(keras.ops.arange(self.vocab_size, dtype="int32"), self.start_logit_from_padding)
+        return keras.ops.where(start, logits[..., :1], logits)
 
     def compute_mask(self, inputs, mask=None):
         return None
 
     def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size}
+        return {**super().get_config(), "vocab_size": self.vocab_size,
+                "start_logit_from_padding": self.start_logit_from_padding}

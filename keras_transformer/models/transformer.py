@@ -50,6 +50,7 @@ class TransformerConfig:
     tie_output: bool = False
     scale_embeddings: bool = True
     output_bias: bool = False
+    start_logit_from_padding: int | None = None
 
     def __post_init__(self):
         # The same rules as the command line (SettingError names the setting, the value and what is allowed).
@@ -102,6 +103,7 @@ def build_transformer(
     tie_output=False,
     scale_embeddings=True,
     output_bias=False,
+    start_logit_from_padding=None,
     name="transformer",
 ):
     """Build the encoder-decoder Transformer of "Attention Is All You Need" as a functional model.
@@ -125,7 +127,8 @@ def build_transformer(
         activation: str. FFN activation (`"relu"` in the paper).
         norm_first: bool. Pre-norm blocks plus a final layer norm on each side.
         layer_norm_epsilon: float.
-        position: str. `"sinusoidal"` (paper), `"learned"` or `"none"` (with `use_rotary`).
+        position: str. `"sinusoidal"` (paper), `"sinusoidal_concat"` (Marian's layout), `"sinusoidal_fairseq"`
+            (M2M-100's and NLLB's), `"learned"` or `"none"` (with `use_rotary`).
         use_rotary: bool. Rotary position embeddings in self-attention.
         use_bias: bool. Biases in the attention projections.
         share_embeddings: bool. One embedding for source and target (needs equal vocab sizes,
@@ -134,6 +137,8 @@ def build_transformer(
         scale_embeddings: bool. Multiply token embeddings by `sqrt(d_model)` (paper section 3.4).
         output_bias: bool. Add a bias to tied output logits (`LogitsBias`, not trained; Marian's
             `final_logits_bias`). An untied output projection always has a trained bias.
+        start_logit_from_padding: int or `None`. With `output_bias`, the logit at this id (the decoder's start
+            token) is the padding id's (see `LogitsBias`): for imported models whose decoder starts from `</s>`.
         name: str. Model name.
 
     Returns:
@@ -170,6 +175,7 @@ def build_transformer(
         tie_output=tie_output,
         scale_embeddings=scale_embeddings,
         output_bias=output_bias,
+        start_logit_from_padding=start_logit_from_padding,
         name=name,
     )
 
@@ -222,6 +228,7 @@ class TransformerModel(keras.Model):
         tie_output=False,
         scale_embeddings=True,
         output_bias=False,
+        start_logit_from_padding=None,
         name="transformer",
         **kwargs,
     ):
@@ -234,6 +241,7 @@ class TransformerModel(keras.Model):
             norm_first=norm_first, layer_norm_epsilon=layer_norm_epsilon, position=position, use_rotary=use_rotary,
             use_bias=use_bias, share_embeddings=share_embeddings, tie_output=tie_output,
             scale_embeddings=scale_embeddings, output_bias=output_bias,
+            start_logit_from_padding=start_logit_from_padding,
         )
         check_model(settings)
         n_enc = num_layers if num_encoder_layers is None else num_encoder_layers
@@ -291,7 +299,7 @@ class TransformerModel(keras.Model):
         if tie_output:
             logits = tgt_embedding(y, reverse=True)
             if output_bias:
-                logits_bias = LogitsBias(tgt_vocab_size, name="logits_bias")
+                logits_bias = LogitsBias(tgt_vocab_size, start_logit_from_padding, name="logits_bias")
                 logits = logits_bias(logits)
         else:
             output_projection = OutputProjection(tgt_vocab_size, dtype="float32", name="logits")

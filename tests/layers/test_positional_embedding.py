@@ -7,7 +7,7 @@ from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from tests.layer_testing import run_layer_test
 
 
-@pytest.mark.parametrize("position", ["sinusoidal", "sinusoidal_concat", "learned", "none"])
+@pytest.mark.parametrize("position", ["sinusoidal", "sinusoidal_concat", "sinusoidal_fairseq", "learned", "none"])
 def test_layer_contract(position, tmp_path):
     ids = np.random.randint(1, 50, size=(2, 6)).astype("int32")
     run_layer_test(
@@ -56,6 +56,21 @@ def test_sinusoidal_concat_is_marians_layout(d_model):
     out = ops.convert_to_numpy(layer(np.array([[1, 2, 3]]), start_index=4))
     table = ops.convert_to_numpy(layer.embeddings)
     np.testing.assert_allclose(out[0], table[[1, 2, 3]] + expected[4:7], atol=1e-5)
+
+
+@pytest.mark.parametrize("d_model", [8, 7])
+def test_sinusoidal_fairseq_is_m2m_100s_table(d_model):
+    # fairseq's table as M2M-100 and NLLB compute it: h = d // 2 frequencies exp(-i * log(10000) / (h - 1)), all sines
+    # then all cosines, a zero column for odd d, and our position p at fairseq's row p + 2 (padding_idx 1, + 1).
+    half = d_model // 2
+    freq = np.exp(-np.arange(half) * np.log(10000) / (half - 1))
+    rows = np.arange(20)[:, None] * freq[None]
+    table = np.concatenate([np.sin(rows), np.cos(rows), np.zeros((20, d_model % 2))], axis=1)
+    enc = ops.convert_to_numpy(sinusoidal_encoding(ops.arange(9), d_model, fairseq=True))
+    np.testing.assert_allclose(enc, table[2:11], atol=1e-5)
+    layer = PositionalEmbedding(10, d_model, position="sinusoidal_fairseq", scale=False)
+    out = ops.convert_to_numpy(layer(np.array([[1, 2, 3]]), start_index=np.array([4])))
+    np.testing.assert_allclose(out[0], ops.convert_to_numpy(layer.embeddings)[[1, 2, 3]] + table[6:9], atol=1e-5)
 
 
 def test_embedding_is_scaled_token_plus_position():

@@ -15,6 +15,9 @@ def _np(x):
 
 
 SMALL = dict(num_layers=2, d_model=32, num_heads=4, d_ff=64, max_length=32)
+# What an imported M2M-100 / NLLB model sets (importers/m2m_100.py).
+M2M_100 = {"norm_first": True, "share_embeddings": True, "tie_output": True, "output_bias": True,
+           "position": "sinusoidal_fairseq", "layer_norm_epsilon": 1e-5, "start_logit_from_padding": 2}
 
 
 def _batch(src_vocab=50, tgt_vocab=60, batch=3):
@@ -60,8 +63,9 @@ def test_logits_are_float32_under_mixed_precision(policy):
         {"position": "none", "use_rotary": True, "use_bias": False},
         {"share_embeddings": True, "tie_output": True, "output_bias": True, "activation": "swish",
          "position": "sinusoidal_concat", "layer_norm_epsilon": 1e-5, "scale_embeddings": False},
+        M2M_100,
     ],
-    ids=["paper", "pre-norm", "shared-tied", "learned-gelu", "rotary", "marian"],
+    ids=["paper", "pre-norm", "shared-tied", "learned-gelu", "rotary", "marian", "m2m_100"],
 )
 def test_keras_round_trip_reproduces_outputs(options, tmp_path):
     model = build_transformer(50, 50, **SMALL, **options)
@@ -161,7 +165,7 @@ def test_unscaled_embeddings_skip_the_square_root():
 @pytest.mark.parametrize("options", [
     {}, {"norm_first": True, "share_embeddings": True, "tie_output": True},
     {"share_embeddings": True, "tie_output": True, "output_bias": True, "activation": "swish",
-     "position": "sinusoidal_concat"}], ids=["paper", "pre-norm-tied", "marian"])
+     "position": "sinusoidal_concat"}, M2M_100], ids=["paper", "pre-norm-tied", "marian", "m2m_100"])
 def test_parts_decode_step_matches_full_forward(options):
     model = build_transformer(50, 50, **SMALL, **options)
     if model.logits_bias is not None:
@@ -218,3 +222,19 @@ def test_parts_come_from_the_model_attributes():
     plain = keras.Model(model.input, model.output)  # a plain Functional model holding the same layers
     with pytest.raises(ValueError, match="not a keras_transformer seq2seq model"):
         TransformerParts.from_model(plain)
+
+
+def test_the_start_logit_is_the_padding_logit_and_the_rest_are_untouched():
+    model = build_transformer(50, 50, **SMALL, **M2M_100)
+    plain = build_transformer(50, 50, **SMALL, **{**M2M_100, "start_logit_from_padding": None})
+    plain.set_weights(model.get_weights())
+    batch = _batch(50, 50)
+    logits, reference = (ops.convert_to_numpy(m(batch)) for m in (model, plain))
+    np.testing.assert_array_equal(logits[..., 2], reference[..., 0])
+    np.testing.assert_array_equal(np.delete(logits, 2, axis=-1), np.delete(reference, 2, axis=-1))
+    assert not np.allclose(reference[..., 2], reference[..., 0])  # the replacement changed something
+
+
+def test_start_logit_from_padding_needs_a_tied_biased_output():
+    with pytest.raises(ValueError, match="start_logit_from_padding = 2: needs tie_output"):
+        build_transformer(50, 50, **SMALL, start_logit_from_padding=2)

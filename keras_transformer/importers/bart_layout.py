@@ -1,0 +1,124 @@
+"""What Marian and M2M-100 (NLLB) checkpoints share: transformers' BART-family tensor names, the block-by-block weight
+copy, and writing the imported run directory.
+
+Both families name their tensors `[model.]{encoder,decoder}.layers.N.{self_attn,encoder_attn}.{q,k,v,out}_proj`,
+`self_attn_layer_norm`, `encoder_attn_layer_norm`, `fc1`, `fc2` and `final_layer_norm`; torch `Linear` weights are
+`[out, in]`, so a Keras kernel is their transpose. The block norms map by name whatever the block order: in a
+pre-norm block (M2M-100) `self_attn_layer_norm` is the norm before self-attention, which our pre-norm block also
+calls `self_attention_norm`.
+"""
+
+import json
+import os
+
+from keras_transformer.atomic import atomic_path
+from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.runs.directory import is_run_directory
+from keras_transformer.runs.run import save_model
+from keras_transformer.runs.run import save_tokenizers
+from keras_transformer.runs.run import write_decoding_settings
+from keras_transformer.runs.run import write_run_config
+
+IMPORT_FILE = "imported.json"  # in the run directory: where the weights came from
+
+
+def _strip_prefix(tensors):
+    """Tensor names without the `model.` prefix of `...ForConditionalGeneration` checkpoints (base models have
+    none)."""
+    return {name[len("model."):] if name.startswith("model.") else name: value for name, value in tensors.items()}
+
+
+class CheckpointTensors:
+    """The checkpoint's tensors, taken by name with the shape the config implies (errors name the file)."""
+
+    def __init__(self, tensors, where):
+        self.tensors = _strip_prefix(tensors)
+        self.where = where
+        self.used = set()
+
+    def get(self, name, shape, *alternatives):
+        for candidate in (name, *alternatives):
+            if candidate in self.tensors:
+                value = self.tensors[candidate]
+                if tuple(value.shape) != tuple(shape):
+                    raise CheckpointError(f"{self.where}: tensor {candidate!r} has shape {tuple(value.shape)}; "
+                                          f"expected {tuple(shape)} (from config.json)")
+                self.used.add(candidate)
+                return value
+        raise CheckpointError(f"{self.where}: tensor {name!r} is missing (expected shape {tuple(shape)})")
+
+    def has(self, name):
+        return name in self.tensors
+
+
+def assign_blocks(model, t, d, d_ff):
+    """Copies every encoder and decoder block's attention, norm and feed-forward tensors from `t` (a
+    `CheckpointTensors`) into `model`; a checkpoint with more layers than the model is refused."""
+
+    def linear(layer, prefix, n_in, n_out):
+        layer.kernel.assign(t.get(f"{prefix}.weight", (n_out, n_in)).T)
+        layer.bias.assign(t.get(f"{prefix}.bias", (n_out,)))
+
+    def attention(layer, prefix):
+        for ours, theirs in (("query_dense", "q_proj"), ("key_dense", "k_proj"), ("value_dense", "v_proj"),
+                             ("output_dense", "out_proj")):
+            linear(getattr(layer, ours), f"{prefix}.{theirs}", d, d)
+
+    for side, blocks in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
+        extra = f"{side}.layers.{len(blocks)}."
+        if any(name.startswith(extra) for name in t.tensors):
+            raise CheckpointError(f"{t.where}: holds more {side} layers than config.json's {side}_layers = "
+                                  f"{len(blocks)}")
+        for i, block in enumerate(blocks):
+            prefix = f"{side}.layers.{i}"
+            attention(block.self_attention, f"{prefix}.self_attn")
+            assign_norm(t, block.self_attention_norm, f"{prefix}.self_attn_layer_norm", d)
+            if side == "decoder":
+                attention(block.cross_attention, f"{prefix}.encoder_attn")
+                assign_norm(t, block.cross_attention_norm, f"{prefix}.encoder_attn_layer_norm", d)
+            linear(block.ffn_inner, f"{prefix}.fc1", d, d_ff)
+            linear(block.ffn_outer, f"{prefix}.fc2", d_ff, d)
+            assign_norm(t, block.ffn_norm, f"{prefix}.final_layer_norm", d)
+
+
+def assign_norm(t, layer, prefix, d):
+    layer.gamma.assign(t.get(f"{prefix}.weight", (d,)))
+    layer.beta.assign(t.get(f"{prefix}.bias", (d,)))
+
+
+def check_destination(output_dir, overwrite):
+    """Refuses an `--output` that is a file, a non-empty directory that is not a run, or a run without
+    `overwrite` (before any work)."""
+    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
+        raise CheckpointError(f"{output_dir}: exists and is not a directory; --output must name a new run directory")
+    if os.path.isdir(output_dir) and os.listdir(output_dir):
+        if not is_run_directory(output_dir):
+            raise CheckpointError(f"{output_dir}: not empty and not a keras-transformer run directory; choose a new "
+                                  "--output (nothing there is written over)")
+        if not overwrite:
+            raise CheckpointError(f"{output_dir}: holds a run; pass --overwrite to replace it, or choose another "
+                                  "--output")
+
+
+def write_imported_run(output_dir, model, tokenizers, configs, record, decoding):
+    """Writes the run directory whole or not at all (a temporary directory renamed into place).
+
+    Args:
+        output_dir: the run directory.
+        model: the model with the checkpoint's weights.
+        tokenizers: `(source, target)`.
+        configs: `(TransformerConfig, TrainingConfig)`.
+        record: what `imported.json` holds (source, format, the checkpoint's config).
+        decoding: the `DecodingSettings` that `decoding.json` holds.
+    """
+    import keras
+
+    with atomic_path(output_dir) as temporary:
+        os.makedirs(temporary)
+        save_tokenizers(temporary, *tokenizers)
+        write_run_config(temporary, *configs)
+        with open(os.path.join(temporary, IMPORT_FILE), "w", encoding="utf-8") as f:
+            json.dump({**record, "keras_version": keras.__version__}, f, indent=1)
+            f.write("\n")
+        write_decoding_settings(temporary, decoding)
+        save_model(model, temporary)
