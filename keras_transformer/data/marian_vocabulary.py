@@ -1,5 +1,6 @@
 """Marian's `vocab.json` (token -> id) read with errors that name the file and line, and permuted into our id
-convention (`permute_vocabulary`: padding 0, unknown 1, start 2, end 3, then Marian's other tokens in its order).
+convention (`permute_vocabulary`: padding 0, unknown 1, start 2, end 3, then the checkpoint's other tokens in its
+order; M2M-100 and NLLB vocabularies take the same permutation).
 """
 
 import json
@@ -43,22 +44,25 @@ def vocab_in_id_order(vocab):
     return tokens
 
 
-def permute_vocabulary(original_vocab, pad_token, unk_token, eos_token, start_token):
-    """Our vocabulary from Marian's `vocab.json` mapping (token -> Marian id).
+def permute_vocabulary(original_vocab, pad_token, unk_token, eos_token, start_token, decoder_start_token=None):
+    """Our vocabulary from a checkpoint's mapping of token -> checkpoint id (Marian's `vocab.json`).
 
-    Ours is `[pad, unk, start, eos]` then Marian's other tokens in Marian's order: one token more than Marian's
-    (`start_token`, which Marian lacks: its decoder starts from `pad`).
+    Ours is `[pad, unk, start, eos]` then the checkpoint's other tokens in its id order: one token more than the
+    checkpoint's (`start_token`, which it lacks). `start_token` takes the row of `decoder_start_token`, the token the
+    checkpoint's decoder starts from: `pad_token` when `None` (Marian), `eos_token` for M2M-100 and NLLB.
 
     Returns:
-        `(vocab, original_vocab, original_ids, ids_from_original)`: our tokens and Marian's (tuples, by id), the
-        Marian id behind each of our ids (int32, `start` and `pad` both from Marian's pad), and ours for each
-        Marian id (Marian's pad -> our pad, 0).
+        `(vocab, original_vocab, original_ids, ids_from_original)`: our tokens and the checkpoint's (tuples, by id),
+        the checkpoint id behind each of our ids (int32; `start` and `decoder_start_token` share one), and ours for
+        each checkpoint id (never the start token: `decoder_start_token`'s id maps to that token's own id).
 
     Raises:
         ValueError: a special token missing, `start_token` already there, or special tokens that coincide.
     """
     original = vocab_in_id_order(original_vocab)
-    for name, token in (("pad_token", pad_token), ("unk_token", unk_token), ("eos_token", eos_token)):
+    decoder_start_token = pad_token if decoder_start_token is None else decoder_start_token
+    for name, token in (("pad_token", pad_token), ("unk_token", unk_token), ("eos_token", eos_token),
+                        ("decoder_start_token", decoder_start_token)):
         if token not in original_vocab:
             raise ValueError(f"the vocabulary has no {name} {token!r}")
     if start_token in original_vocab:
@@ -67,10 +71,10 @@ def permute_vocabulary(original_vocab, pad_token, unk_token, eos_token, start_to
     if len(set(specials)) != 3:
         raise ValueError(f"pad_token, unk_token and eos_token must differ, got {specials}")
     vocab = tuple([pad_token, unk_token, start_token, eos_token] + [t for t in original if t not in specials])
-    pad = original_vocab[pad_token]
-    original_ids = np.array([pad, original_vocab[unk_token], pad, original_vocab[eos_token]]
+    start = original_vocab[decoder_start_token]
+    original_ids = np.array([original_vocab[pad_token], original_vocab[unk_token], start, original_vocab[eos_token]]
                             + [original_vocab[token] for token in vocab[4:]], dtype=np.int32)
     ids_from_original = np.zeros(len(original), dtype=np.int32)
     ids_from_original[original_ids] = np.arange(len(vocab), dtype=np.int32)
-    ids_from_original[pad] = 0  # not the start token
+    ids_from_original[start] = vocab.index(decoder_start_token)  # its own id, not the start token's
     return vocab, tuple(original), original_ids, ids_from_original

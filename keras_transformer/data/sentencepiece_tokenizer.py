@@ -10,7 +10,9 @@ Ids. Our models use `<pad>`=0 (the embedding masks id 0), `<unk>`=1, `[START]`=2
 `</s>`=3. Marian uses `</s>`=0, `<unk>`=1 and `<pad>`=the last id, for padding and as the decoder's first token. Our
 vocabulary is `[<pad>, <unk>, [START], </s>]` followed by the other `vocab.json` tokens in Marian's id order, one
 token more than Marian's: `original_ids[i]` is the Marian id behind our id `i` (both `<pad>` and `[START]` come from
-Marian's `<pad>`, whose embedding row a converter copies into both), and `ids_from_original` maps back.
+Marian's `<pad>`, whose embedding row a converter copies into both), and `ids_from_original` maps back. Another
+checkpoint's decoder may start from another token (M2M-100 and NLLB: `</s>`): `decoder_start_token` names it, and
+`[START]` then takes that token's row (`keras_transformer.data.multilingual_tokenizer` holds their tokenizer).
 
 Tokenizing and detokenizing are TensorFlow ops. With the `"fast"` engine they convert to TFLite with builtins plus
 tensorflow-text's custom ops (`TFText>ByteSplitWithOffsets`, `TFText>ByteSplitByOffsets`,
@@ -81,6 +83,8 @@ class SentencePieceTokenizer(Tokenizer):
         pad_token: Marian's padding token (also its decoder's first token).
         unk_token: Marian's unknown token.
         eos_token: Marian's end-of-sequence token.
+        decoder_start_token: the checkpoint token that its decoder starts from, whose id `[START]` takes in
+            `original_ids`; `None` is `pad_token` (Marian's).
         engine: `"fast"` runs `tensorflow_text.FastSentencepieceTokenizer`, the only one that converts to TFLite,
             for unigram models whose pieces are normal, unknown or control ones (no byte fallback, user-defined or
             unused pieces, no whitespace-as-suffix, no denormalizer: OPUS-MT's models); `"standard"` runs
@@ -107,18 +111,21 @@ class SentencePieceTokenizer(Tokenizer):
         "OPUS-MT - Building open translation services for the World" (https://aclanthology.org/2020.eamt-1.61).
     """
 
+    format_name = _FORMAT  # the "format" of the saved tokenizer.json
+
     def __init__(self, model_proto, original_vocab, pad_token="<pad>", unk_token="<unk>", eos_token="</s>",
-                 engine="auto"):
+                 engine="auto", decoder_start_token=None):
         super().__init__(name="sentencepiece_tokenizer")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         self._model_proto = bytes(model_proto)
         self.pad_token, self.unk_token, self.eos_token = str(pad_token), str(unk_token), str(eos_token)
+        self.decoder_start_token = self.pad_token if decoder_start_token is None else str(decoder_start_token)
         pieces, types, model_type = read_model(self._model_proto)
 
         # The vocabulary: ours is Marian's with its three special tokens moved to the front and [START] added.
         self._vocab, self._original_vocab, self._original_ids, self._ids_from_original = permute_vocabulary(
-            original_vocab, self.pad_token, self.unk_token, self.eos_token, START_TOKEN)
+            original_vocab, self.pad_token, self.unk_token, self.eos_token, START_TOKEN, self.decoder_start_token)
         self._index = {token: i for i, token in enumerate(self._vocab)}
 
         # Tokenizing: SentencePiece id -> our id, through the piece strings (Marian's own lookup).
@@ -137,7 +144,7 @@ class SentencePieceTokenizer(Tokenizer):
 
         # Detokenizing: our id -> piece of a copy of the model that also has the vocabulary's missing tokens, the
         # pieces without their leading "▁" (for the first piece of a text) and a separator piece.
-        tables = detokenization_tables(pieces, types, self._vocab)
+        tables = self._detokenization_tables(pieces, types)
         special, blank, sp_from_ids, first_sp_from_ids, self._separator, self._separator_id, appended = tables
         self._ids_from_sp = tf.constant(ids_from_sp, tf.int32)
         self._sp_from_ids = tf.constant(sp_from_ids, tf.int32)
@@ -162,6 +169,10 @@ class SentencePieceTokenizer(Tokenizer):
             self._detokenizer = tf_text.SentencepieceTokenizer(detok_proto, out_type=tf.int32,
                                                                name=_resource_name(detok_proto))
 
+    def _detokenization_tables(self, pieces, types):
+        """What `detokenize` needs (see `detokenization_tables`); a subclass may drop more tokens or add pieces."""
+        return detokenization_tables(pieces, types, self._vocab)
+
     # ----------------------------------------------------------------------------------------------------------
     # Properties.
 
@@ -172,12 +183,14 @@ class SentencePieceTokenizer(Tokenizer):
 
     @property
     def original_ids(self):
-        """`int32` NumPy array `[vocab_size]`: the Marian id behind each of our ids (`[START]` -> Marian's pad)."""
+        """`int32` NumPy array `[vocab_size]`: the Marian id behind each of our ids (`[START]` -> the id of
+        `decoder_start_token`, Marian's pad)."""
         return self._original_ids.copy()
 
     @property
     def ids_from_original(self):
-        """`int32` NumPy array `[original_vocab_size]`: our id for each Marian id (Marian's pad -> our `<pad>`)."""
+        """`int32` NumPy array `[original_vocab_size]`: our id for each Marian id (never `[START]`: Marian's pad
+        -> our `<pad>`)."""
         return self._ids_from_original.copy()
 
     @property
@@ -316,13 +329,13 @@ class SentencePieceTokenizer(Tokenizer):
             read_model(model_proto)
         except ValueError as error:
             raise ValueError(f"{spm_path}: expected a SentencePiece model ({error})") from None
-        missing = [kwargs[name] for name in ("pad_token", "unk_token", "eos_token")
-                   if kwargs[name] not in original_vocab]
+        names = [name for name in ("pad_token", "unk_token", "eos_token", "decoder_start_token") if kwargs.get(name)]
+        missing = [kwargs[name] for name in names if kwargs[name] not in original_vocab]
         if missing:
-            raise ValueError(f"{vocab_path}: expected the special tokens {missing} (pad_token, unk_token, eos_token)")
+            raise ValueError(f"{vocab_path}: expected the special tokens {missing} ({', '.join(names)})")
         if START_TOKEN in original_vocab:
             raise ValueError(f"{vocab_path}: already has {START_TOKEN!r} (id {original_vocab[START_TOKEN]}), the "
-                             "start token this tokenizer adds; expected a Marian vocabulary without it")
+                             "start token this tokenizer adds; expected a checkpoint's vocabulary without it")
         try:
             return cls(model_proto, original_vocab, **kwargs)
         except (ValueError, tf.errors.OpError) as error:
@@ -331,7 +344,7 @@ class SentencePieceTokenizer(Tokenizer):
 
     def get_config(self):
         return {
-            "format": _FORMAT,
+            "format": self.format_name,
             "version": 1,
             "vocab_size": self.vocab_size,
             "original_vocab_size": self.original_vocab_size,
@@ -339,6 +352,7 @@ class SentencePieceTokenizer(Tokenizer):
             "unk_token": self.unk_token,
             "eos_token": self.eos_token,
             "start_token": START_TOKEN,
+            "decoder_start_token": self.decoder_start_token,
             "engine": self.engine,
         }
 
@@ -367,18 +381,18 @@ class SentencePieceTokenizer(Tokenizer):
         model_path = os.path.join(directory, _MODEL_FILE)
         for path in (config_path, vocab_path, model_path):
             if not os.path.exists(path):
-                raise FileNotFoundError(
-                    f"{path}: not found; expected a tokenizer saved by SentencePieceTokenizer.save")
+                raise FileNotFoundError(f"{path}: not found; expected a tokenizer saved by {cls.__name__}.save")
         config = read_json(config_path, "a JSON object")
         if not isinstance(config, dict):
             raise ValueError(f"{config_path}:1: expected a JSON object")
-        if config.get("format") != _FORMAT:
-            raise ValueError(f"{config_path}:1: expected \"format\": \"{_FORMAT}\", got {config.get('format')!r}")
+        if config.get("format") != cls.format_name:
+            raise ValueError(f"{config_path}:1: expected \"format\": \"{cls.format_name}\", got "
+                             f"{config.get('format')!r}")
         for key in ("vocab_size", "original_vocab_size"):
             if not isinstance(config.get(key), int):
                 raise ValueError(f"{config_path}:1: expected an integer {key!r}")
-        for key in ("pad_token", "unk_token", "eos_token", "engine"):
-            if not isinstance(config.get(key), str):
+        for key in ("pad_token", "unk_token", "eos_token", "engine", "decoder_start_token"):
+            if not isinstance(config.get(key), str) and (key != "decoder_start_token" or key in config):
                 raise ValueError(f"{config_path}:1: expected a string {key!r}")
         if config["engine"] not in ENGINES:
             raise ValueError(f"{config_path}:1: expected an \"engine\" in {ENGINES}, got {config['engine']!r}")
@@ -388,12 +402,19 @@ class SentencePieceTokenizer(Tokenizer):
                              f"found {len(original_vocab)}")
         with open(model_path, "rb") as f:
             model_proto = f.read()
-        tokenizer = cls._build(model_proto, original_vocab, model_path, vocab_path, pad_token=config["pad_token"],
-                               unk_token=config["unk_token"], eos_token=config["eos_token"], engine=config["engine"])
+        tokenizer = cls._build(model_proto, original_vocab, model_path, vocab_path,
+                               **cls._arguments_from_config(config, config_path))
         if tokenizer.vocab_size != config["vocab_size"]:
             raise ValueError(f"{config_path}:1: expected \"vocab_size\": {tokenizer.vocab_size} for {vocab_path}, "
                              f"got {config['vocab_size']}")
         return tokenizer
+
+    @classmethod
+    def _arguments_from_config(cls, config, config_path):
+        """The constructor's keyword arguments from a checked saved config (files without "decoder_start_token",
+        written before it existed, start from the pad token)."""
+        names = ("pad_token", "unk_token", "eos_token", "engine", "decoder_start_token")
+        return {name: config[name] for name in names if name in config}
 
     def __repr__(self):
         return f"SentencePieceTokenizer(vocab_size={self.vocab_size}, engine={self.engine!r})"

@@ -1,6 +1,7 @@
 """Which tokenizer a saved tokenizer directory holds: `load_tokenizer` reads its `tokenizer.json` "format" and loads
 it with its class (`SubwordTokenizer` for runs that `train` wrote, `SentencePieceTokenizer` for imported Marian
-checkpoints). Both have the same interface: ids, `tokenize`, `detokenize`, `save`, `load`.
+checkpoints, `MultilingualTokenizer` for imported M2M-100 and NLLB-200 checkpoints). All have the same interface:
+ids, `tokenize`, `detokenize`, `save`, `load`.
 """
 
 import json
@@ -11,6 +12,8 @@ _CLASSES = {
     "keras_transformer.SubwordTokenizer": ("keras_transformer.data.tokenizer", "SubwordTokenizer"),
     "keras_transformer.SentencePieceTokenizer": ("keras_transformer.data.sentencepiece_tokenizer",
                                                  "SentencePieceTokenizer"),
+    "keras_transformer.MultilingualTokenizer": ("keras_transformer.data.multilingual_tokenizer",
+                                                "MultilingualTokenizer"),
 }
 
 

@@ -31,6 +31,7 @@ from keras_transformer.models.backbone import TransformerBackbone
 _FILES = {
     "keras_transformer.SubwordTokenizer": ["vocab.txt", "tokenizer.json"],
     "keras_transformer.SentencePieceTokenizer": ["sentencepiece.spm", "vocab.json", "tokenizer.json"],
+    "keras_transformer.MultilingualTokenizer": ["sentencepiece.spm", "vocab.json", "tokenizer.json"],
 }
 
 
