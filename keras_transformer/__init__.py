@@ -7,7 +7,8 @@ The public API, from text to a deployed model:
     model        build_transformer, TransformerConfig
     decoding     Translator, greedy_decode, beam_search
     runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
-    pretrained   import_marian (OPUS-MT checkpoints -> a run directory), SentencePieceTokenizer
+    pretrained   import_checkpoint (Marian / OPUS-MT, M2M-100 and NLLB-200 checkpoints -> a run directory),
+                 import_marian, SentencePieceTokenizer
     keras-hub    TransformerBackbone, TransformerTokenizer, TransformerSeq2SeqLMPreprocessor, TransformerSeq2SeqLM
                  (keras_hub.models.Seq2SeqLM.from_preset, fit on strings, generate, LoRA, int8, presets)
     export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator,
@@ -59,6 +60,7 @@ _LAZY = {
     "TransformerSeq2SeqLMPreprocessor": ("keras_transformer.tasks", "TransformerSeq2SeqLMPreprocessor"),
     "TransformerSeq2SeqLM": ("keras_transformer.tasks", "TransformerSeq2SeqLM"),
     # Pretrained checkpoints
+    "import_checkpoint": ("keras_transformer.importers", "import_checkpoint"),
     "import_marian": ("keras_transformer.importers", "import_marian"),
     "SentencePieceTokenizer": ("keras_transformer.data.sentencepiece_tokenizer", "SentencePieceTokenizer"),
     # Export

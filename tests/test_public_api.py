@@ -50,7 +50,7 @@ def test_the_top_level_names():
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_every_public_name_has_an_example_that_runs(name, artifacts, tmp_path):
-    if name in ("import_marian", "SentencePieceTokenizer") and "checkpoint_dir" not in artifacts:
+    if name in ("import_checkpoint", "import_marian", "SentencePieceTokenizer") and "checkpoint_dir" not in artifacts:
         pytest.skip("needs the hf extra (transformers, sentencepiece)")
     obj = getattr(keras_transformer, name)
     module = __import__(obj.__module__, fromlist=["_"])

@@ -24,7 +24,8 @@ def test_every_translator_has_the_one_translate_signature(cls):
     assert issubclass(cls, BaseTranslator)
     assert inspect.signature(cls.translate) == inspect.signature(BaseTranslator.translate)
     assert list(inspect.signature(cls.translate).parameters) == [
-        "self", "texts", "beam_size", "length_penalty", "batch_size", "max_length", "verbose"]
+        "self", "texts", "beam_size", "length_penalty", "batch_size", "max_length", "verbose", "source_language",
+        "target_language"]
 
 
 def test_none_decodes_as_the_default_says():

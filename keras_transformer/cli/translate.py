@@ -50,6 +50,7 @@ def _decoding_arguments(args, translator, decoding):
         rule = decoding.length_penalty_rule
     kwargs = {"beam_size": args.beam_size, "length_penalty": args.length_penalty,
               "max_length": getattr(args, "max_length", None)}
+    kwargs.update(_language_arguments(args))
     if args.length_penalty_rule is not None:
         if not isinstance(translator, Translator):
             raise ValueError(f"--length-penalty-rule applies to run directories; {args.model} decodes with the "
@@ -73,6 +74,13 @@ def _decoding_arguments(args, translator, decoding):
         words += f" (decoding.json: {decoding.describe()})"
     resolved = {"beam_size": beam_size, "length_penalty": length_penalty, "length_penalty_rule": rule}
     return kwargs, words, resolved
+
+
+def _language_arguments(args):
+    """`source_language` / `target_language` keywords from `--source-lang` / `--target-lang` (only those given; a
+    one-pair model refuses them in one line)."""
+    return {name: value for name, value in (("source_language", getattr(args, "source_lang", None)),
+                                            ("target_language", getattr(args, "target_lang", None))) if value}
 
 
 def cmd_translate(args):
@@ -242,6 +250,12 @@ def register(sub, common):
         add_length_penalty_rule_flag(p, "the run's choice from `tune`, else gnmt")
         p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
         p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+        p.add_argument("--source-lang", metavar="CODE", default=None,
+                       help="a multilingual model's source language, as its checkpoint names it (NLLB-200: "
+                            "deu_Latn; M2M-100: de); default the model's")
+        p.add_argument("--target-lang", metavar="CODE", default=None,
+                       help="a multilingual model's target language (NLLB-200: eng_Latn; M2M-100: en); required "
+                            "where the model has no default")
 
     p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")

@@ -11,8 +11,9 @@ from keras_transformer.decoding import arguments
 class BaseTranslator:
     """What every translator has, whatever runs it (`keras_transformer.load_translator` returns one): `translate`.
 
-    `translate(texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0)` returns a
-    list of strings, one per text, in order; a blank text gives `""`.
+    `translate(texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+    source_language=None, target_language=None)` returns a list of strings, one per text, in order; a blank text
+    gives `""`.
 
     - `texts`: Python strings (or UTF-8 bytes).
     - `beam_size`: 1 greedy, more for beam search of that width.
@@ -20,13 +21,17 @@ class BaseTranslator:
     - `batch_size`: sentences decoded together (a sentence's translation does not depend on its batch).
     - `max_length`: most output tokens.
     - `verbose`: 0 quiet, 1 a progress bar.
+    - `source_language`, `target_language`: a multilingual model's language codes (M2M-100, NLLB-200: `"deu_Latn"`),
+      one code or one per text; `None` the model's default (a target language is required where it has none).
+      A one-pair model refuses them (`keras_transformer.decoding.languages`).
 
     `None` for `beam_size`, `length_penalty` or `max_length` means as the artifact decodes by default: a run as its
     `decoding.json` says (else greedy), an export as it was exported. An export whose decoding is fixed in its graph
     raises `ValueError`, naming the argument, for a value it cannot decode with.
     """
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translates a list of sentences; returns a list of strings in the same order (see the class)."""
         raise NotImplementedError
 
@@ -99,9 +104,10 @@ def check_fixed_setting(artifact, name, value, fixed, flag):
                      f"{value}`, or translate the run directory")
 
 
-def translate_in_batches(texts, batch_size, verbose, translate_batch):
-    """`translate_batch(list of UTF-8 bytes) -> list of str` over `texts`, sorted by length, `batch_size` at a time;
-    the translations in the order of `texts`."""
+def translate_in_batches(texts, batch_size, verbose, translate_batch, columns=()):
+    """`translate_batch(list of UTF-8 bytes, *column chunks) -> list of str` over `texts`, sorted by length,
+    `batch_size` at a time; the translations in the order of `texts`. `columns`: lists with one value per text
+    (a row's language codes), cut into the same chunks."""
     batch_size = arguments.check_positive_int("batch_size", batch_size)
     encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
     outputs = [""] * len(encoded)
@@ -113,7 +119,8 @@ def translate_in_batches(texts, batch_size, verbose, translate_batch):
         progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
     for begin in range(0, len(order), batch_size):
         chunk = order[begin: begin + batch_size]
-        for i, text in zip(chunk, translate_batch([encoded[i] for i in chunk])):
+        for i, text in zip(chunk, translate_batch([encoded[i] for i in chunk],
+                                                  *[[column[i] for i in chunk] for column in columns])):
             outputs[i] = text
         if progress is not None:
             progress.add(len(chunk))

@@ -86,7 +86,7 @@ def next_token_log_probs(logits, start_id, rule="gnmt"):
 
 def beam_search_with_parts(
     parts, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6, stop_early=True,
-    length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1,
+    length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1, first_token=None,
 ):
     """Beam search at full width: `(tokens, scores)`, int32 `[B, max_length]` and float32 `[B]`.
 
@@ -95,8 +95,10 @@ def beam_search_with_parts(
     or a model. See `beam_search` for the arguments and the algorithm.
 
     `prefix` (int32 `[B, P]`, 0-padded) forces each row's first tokens (they keep their log-probabilities in the
-    scores). `num_hypotheses` n > 1 (at most `beam_size`) returns the n best finished hypotheses, best first:
-    `[B, n, max_length]` and `[B, n]`, a score of `loop_ops.NEG` marking a hypothesis that did not finish.
+    scores); `first_token` (int32 `[B]`) is each row's first token at no cost, as transformers'
+    `forced_bos_token_id` forces a multilingual model's target language. `num_hypotheses` n > 1 (at most
+    `beam_size`) returns the n best finished hypotheses, best first: `[B, n, max_length]` and `[B, n]`, a score of
+    `loop_ops.NEG` marking a hypothesis that did not finish.
     """
     parts, max_length, start_id, end_id = arguments.check_decoding_args(parts, max_length, start_id, end_id)
     beam_size = arguments.check_positive_int("beam_size", beam_size)
@@ -108,12 +110,12 @@ def beam_search_with_parts(
                          "beam_size hypotheses")
     return _beam_search_alpha_input(
         parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size, stop_early,
-        length_penalty_rule, bool(force_end), prefix, num_hypotheses,
+        length_penalty_rule, bool(force_end), prefix, num_hypotheses, first_token,
     )
 
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-                 rule, force_end=False, prefix=None, num_hypotheses=1):
+                 rule, force_end=False, prefix=None, num_hypotheses=1, first_token=None):
     k = beam_size
     parts = parts.with_loop_invariants()
     vocab = parts.vocab_size
@@ -137,6 +139,10 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
     if prefix is not None:
         prefix = ops.repeat(ops.cast(prefix, "int32"), k, axis=0)  # [B*k, P]
         vocab_ids = ops.arange(vocab, dtype="int32")[None]
+    if first_token is not None:  # [B*k, V]: 0 at each row's first token, NEG elsewhere
+        first_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32")[None],
+                                         ops.repeat(ops.cast(first_token, "int32"), k, axis=0)[:, None]),
+                               0.0, loop_ops.NEG)
 
     def gather_rows(sequences, index, width):
         """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
@@ -162,6 +168,8 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
             forcing, forced = loop_ops.forced_at(prefix, step)
             ruled_out = ops.logical_and(forcing[:, None], ops.not_equal(vocab_ids, forced[:, None]))
             log_probs = ops.where(ruled_out, loop_ops.NEG, log_probs)
+        if first_token is not None:
+            log_probs = ops.where(ops.equal(step, 0), first_only, log_probs)
         totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
         # 2k candidates: even if k of them end here, k can stay alive.
         top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
@@ -227,12 +235,13 @@ def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size,
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
-                             stop_early, length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1):
+                             stop_early, length_penalty_rule="gnmt", force_end=False, prefix=None, num_hypotheses=1,
+                             first_token=None):
     """`beam_search_with_parts` without its checks; `length_penalty` may also be a float32 `[B]` tensor."""
     with loop_ops.weights_read_once(parts):
         return _beam_search(
             parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
-            length_penalty_rule, force_end, prefix, num_hypotheses,
+            length_penalty_rule, force_end, prefix, num_hypotheses, first_token,
         )
 
 

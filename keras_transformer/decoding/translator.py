@@ -1,7 +1,6 @@
 """Text in, text out: `Translator`, a trained model with its tokenizers (batched greedy or beam search, n-best
 lists, scores, target prefixes, word alignments, streaming), and the source packing it shares with the exports."""
 
-import os
 
 import keras
 import numpy as np
@@ -10,10 +9,12 @@ from keras_transformer.data.packing import pack_rows
 from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding import compiled_decoders
+from keras_transformer.decoding import languages
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding import slot_translation
 from keras_transformer.decoding.alignment import align_words
 from keras_transformer.decoding.alignment import piece_words
+from keras_transformer.decoding.attention_plot import plot_cross_attention
 from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import _beam_search_alpha_input
@@ -159,7 +160,8 @@ class Translator(BaseTranslator):
                           jit_compile=self.jit_compile)
         return np.asarray(tokens)[: len(rows)], source_ids
 
-    def _search(self, source_ids, sampler, max_length, prefix=None, num_hypotheses=1, with_scores=False):
+    def _search(self, source_ids, sampler, max_length, prefix=None, num_hypotheses=1, with_scores=False,
+                first_token=None):
         """Greedy or beam search over `source_ids` (optionally forced through `prefix` int32 `[B, P]`), compiled as
         `translate` is: `(tokens, scores)` as NumPy, `[B, L]` and `[B]` (`[B, n, L]` and `[B, n]` for
         `num_hypotheses` n > 1; scores `None` for greedy decoding, which `with_scores` runs as beam search of
@@ -176,7 +178,10 @@ class Translator(BaseTranslator):
                         end_id=self.target_tokenizer.end_id, force_end=bool(sampler.force_end), stop_early=True)
         if isinstance(sampler, GreedySampler) and num_hypotheses == 1 and not with_scores:
             function = greedy_search
+            if first_token is not None:  # greedy decoding takes the forced token whatever it costs
+                inputs["prefix"] = _pad_rows(np.asarray(first_token, dtype="int32")[:, None], rows)
         else:
+            inputs.update({} if first_token is None else {"first_token": _pad_rows(np.asarray(first_token), rows)})
             function = _beam_search_alpha_input
             beam = sampler.num_beams if isinstance(sampler, BeamSampler) else 1
             alpha = sampler.length_penalty if isinstance(sampler, BeamSampler) else DEFAULT_LENGTH_PENALTY
@@ -353,7 +358,8 @@ class Translator(BaseTranslator):
                                   self.target_tokenizer.end_id, max_length or self.max_length, sampler,
                                   self._detokenize)
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
@@ -367,14 +373,17 @@ class Translator(BaseTranslator):
                 the next (the same translations; `slot_translation`).
             max_length: most output tokens; default the translator's.
             verbose: 0 quiet, 1 a progress bar.
+            source_language: a multilingual model's source language code (`"deu_Latn"`), one or one per text;
+                `None` the model's default (see `keras_transformer.decoding.languages`).
+            target_language: its target language code(s), the same way.
         """
         sampler = self.decoding_sampler(beam_size, length_penalty)
-        return self.translate_with_sampler(texts, sampler, batch_size=batch_size, max_length=max_length,
-                                           verbose=verbose)
+        return self.translate_with_sampler(texts, sampler, batch_size, max_length, verbose, source_language,
+                                           target_language)
 
-    def translate_with_sampler(self, texts, sampler, batch_size=32, max_length=None, verbose=0):
-        """`translate` with any `keras_transformer.decoding.samplers` sampler (an object, a name or a config dict).
-        """
+    def translate_with_sampler(self, texts, sampler, batch_size=32, max_length=None, verbose=0, source_language=None,
+                               target_language=None):
+        """`translate` with any `keras_transformer.decoding.samplers` sampler (an object, a name or a config dict)."""
         import keras
 
         batch_size = arguments.check_positive_int("batch_size", batch_size)
@@ -386,6 +395,11 @@ class Translator(BaseTranslator):
         rows = dict(zip(todo, tokenize_rows(self.source_tokenizer, [texts[i] for i in todo])))  # tokenized once
         order = sorted(todo, key=lambda i: len(rows[i]))  # stable: equal lengths keep their order
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
+        if languages.is_multilingual(self.target_tokenizer) or source_language or target_language:
+            for i, text in zip(todo, languages.translate_into(self, texts, todo, [rows[i] for i in todo], sampler, (
+                    source_language, target_language), batch_size, max_length, progress and progress.add)):
+                outputs[i] = text
+            return outputs
         if slot_translation.uses_slots(self, sampler, len(order), batch_size):  # a finished row leaves its slot
             engine = slot_translation.engine_for(self, sampler, batch_size, max_length or self.max_length)
             sources = pad_source_rows([rows[i] for i in order], self.source_tokenizer, self.parts.max_length)
@@ -408,34 +422,4 @@ class Translator(BaseTranslator):
         if isinstance(self.parts, EnsembleParts):
             raise ValueError("--plot-attention shows one model's cross-attention; an ensemble has one per member: "
                              "plot a member's run directory instead")
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from keras import ops
-
-        tokens, source_ids = self.translate_ids([text], self.decoding_sampler(beam_size))
-        out = [int(t) for t in tokens[0] if t != 0]
-        decoder_inputs = np.array([[self.target_tokenizer.start_id] + out[:-1]], dtype="int32") if out else None
-        if decoder_inputs is None:
-            raise ValueError("The translation is empty; nothing to plot.")
-        src = [int(t) for t in source_ids[0] if t != 0]
-        weights = self.parts.cross_attention_weights(source_ids[:, : len(src)], decoder_inputs, layer_index)
-        weights = ops.convert_to_numpy(ops.mean(ops.cast(weights, "float32"), axis=1))[0]
-        src_labels = self.source_tokenizer.tokens(src)
-        tgt_labels = self.target_tokenizer.tokens(out)
-        fig, ax = plt.subplots(figsize=(max(4, 0.45 * len(src_labels) + 2), max(3, 0.4 * len(tgt_labels) + 1.5)))
-        image = ax.imshow(weights, cmap="viridis", aspect="auto", vmin=0.0)
-        ax.set_xticks(range(len(src_labels)), src_labels, rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(range(len(tgt_labels)), tgt_labels, fontsize=8)
-        ax.set_xlabel("source tokens")
-        ax.set_ylabel("generated tokens")
-        translation = self.target_tokenizer.detokenize(np.array([out])).numpy()[0].decode("utf-8", "replace")
-        ax.set_title(f"cross-attention (last decoder layer, mean of heads)\n{text!r} -> {translation!r}", fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-        fig.tight_layout()
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        return path
-
+        return plot_cross_attention(self, text, path, beam_size, layer_index)

@@ -22,6 +22,7 @@ from keras_transformer.data.words import is_blank
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
+from keras_transformer.decoding.languages import check_languages
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
@@ -95,6 +96,9 @@ def model_spec(run):
     from ctranslate2.specs import transformer_spec
 
     config = run.model_config
+    if config.start_logit_from_padding is not None or getattr(run.target_tokenizer, "languages", None):
+        raise ValueError("CTranslate2 export: a multilingual run (M2M-100, NLLB-200) is not exported yet; "
+                         "CTranslate2 converts the original checkpoint itself (ct2-transformers-converter --model ...)")
     if config.use_rotary or config.position == "none":
         raise ValueError("CTranslate2 export: rotary position embeddings are not supported; train with "
                          "position='sinusoidal' or 'learned'")
@@ -215,11 +219,14 @@ class CTranslate2Translator(BaseTranslator):
         self.beam_size = int(marker.get("beam_size", 1))
         self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translates a list of sentences; blank ones give '' (see the class for the decoding arguments).
 
-        `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call.
+        `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call. An
+        export translates one language pair (`source_language` and `target_language` must be `None`).
         """
+        check_languages(None, None, source_language, target_language)
         results = self._translate(texts, beam_size, length_penalty, batch_size, max_length)
         return [self._text(r.hypotheses[0]) if r is not None else "" for r in results]
 

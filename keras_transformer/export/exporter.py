@@ -93,6 +93,9 @@ def export_run(
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
     run = load_run_or_ensemble(run_dir)
+    if tflite and getattr(run.target_tokenizer, "languages", None):
+        raise ValueError(f"{tflite}: a multilingual run (M2M-100, NLLB-200) has a BPE SentencePiece tokenizer, which "
+                         "TFLite's one SentencePiece op cannot run; export the SavedModel alone")
     if beam_size is None:
         beam_size = run.decoding.beam_size if run.decoding is not None else 1
     if length_penalty is None:

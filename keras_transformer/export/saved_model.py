@@ -20,6 +20,8 @@ from keras_transformer.decoding import arguments
 from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.base_translator import check_fixed_setting
 from keras_transformer.decoding.base_translator import translate_in_batches
+from keras_transformer.decoding.languages import check_languages
+from keras_transformer.decoding.languages import row_codes
 from keras_transformer.decoding.loop_ops import NEG
 
 CONFIG_FILE = os.path.join("assets.extra", "keras_transformer.json")
@@ -121,6 +123,10 @@ class SavedModelTranslator(BaseTranslator):
         self.beam_size = _read_number(self.module, "beam_size")
         self.extra_beam_size = _read_number(self.module, "extra_beam_size")
         self.length_penalty = _read_number(self.module, "length_penalty", float)
+        codes = getattr(self.module, "language_codes", None)
+        self.languages = tuple(c.decode("utf-8") for c in codes.numpy().tolist()) if codes is not None else ()
+        self.source_language = (self.module.source_language.numpy().decode("utf-8") or None) if self.languages \
+            else None
 
     def _signature(self, beam_size):
         if beam_size is None:
@@ -138,7 +144,8 @@ class SavedModelTranslator(BaseTranslator):
             f"`keras-transformer export RUN_DIR --beam-size {beam_size}` or translate the run directory"
         )
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translates a list of sentences; returns a list of strings in the same order.
 
         Args:
@@ -149,10 +156,17 @@ class SavedModelTranslator(BaseTranslator):
             batch_size: sentences per call of the graph.
             max_length: `None` or the exported `max_length` (fixed at export).
             verbose: 0 quiet, 1 a progress bar.
+            source_language: a multilingual export's source language code, one or one per text (see
+                `Translator.translate`).
+            target_language: its target language code(s), the same way.
 
         Returns:
             The translations (empty or whitespace-only inputs give `""`).
         """
+        if self.languages:
+            return self._translate_languages(texts, beam_size, length_penalty, batch_size, max_length, verbose,
+                                             (source_language, target_language))
+        check_languages(None, None, source_language, target_language)  # a one-pair export refuses them
         signature = self._signature(beam_size)
         check_fixed_setting(self.path, "length_penalty", length_penalty, self.length_penalty, "--length-penalty")
         if max_length is not None and max_length != self.max_length:
@@ -166,6 +180,22 @@ class SavedModelTranslator(BaseTranslator):
             return [text.decode("utf-8", errors="replace") for text in result]
 
         return translate_in_batches(texts, batch_size, verbose, translate_batch)
+
+    def _translate_languages(self, texts, beam_size, length_penalty, batch_size, max_length, verbose, pair):
+        """`translate` of a multilingual export, through its `translate_languages` signature."""
+        if beam_size not in (None, self.beam_size):
+            raise ValueError(f"{self.path} was exported for beam size {self.beam_size}, not {beam_size}; re-export "
+                             f"with `keras-transformer export RUN_DIR --beam-size {beam_size}`")
+        check_fixed_setting(self.path, "length_penalty", length_penalty, self.length_penalty, "--length-penalty")
+        check_fixed_setting(self.path, "max_length", max_length, self.max_length, "--max-length")
+        sources = row_codes(self.languages, pair[0], len(texts), self.source_language, "source_language")
+        targets = row_codes(self.languages, pair[1], len(texts), None, "target_language")
+
+        def translate_batch(batch, source, target):
+            result = self._call("translate_languages", text=batch, source_language=source, target_language=target)
+            return [text.decode("utf-8", errors="replace") for text in result["translation"].numpy()]
+
+        return translate_in_batches(texts, batch_size, verbose, translate_batch, columns=(sources, targets))
 
     # The signatures behind the translator methods beyond `translate` (older exports lack them).
     _SIGNATURE_OF = {"translate_n_best": "n_best", "score": "score", "translate_with_prefix": "translate_with_prefix"}

@@ -36,6 +36,7 @@ from keras_transformer.atomic import atomic_path
 from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.base_translator import check_fixed_setting
 from keras_transformer.decoding.base_translator import translate_in_batches
+from keras_transformer.decoding.languages import check_languages
 
 # The custom ops a translator uses, all registered by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
 # WordPiece tokenizers (`SubwordTokenizer`) use the first three; SentencePiece ones (imported checkpoints) the rest.
@@ -239,7 +240,8 @@ class TFLiteTranslator(BaseTranslator):
             )
         self.runner = self.interpreter.get_signature_runner("serving_default")
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translates Python strings (or UTF-8 bytes); returns a list of strings, in order.
 
         Args:
@@ -249,10 +251,13 @@ class TFLiteTranslator(BaseTranslator):
             batch_size: sentences per interpreter call (sorted by length first).
             max_length: `None` (as exported; any other value is a `ValueError`).
             verbose: 0 quiet, 1 a progress bar.
+            source_language: `None` (a TFLite model translates one language pair).
+            target_language: `None`.
 
         Returns:
             The translations (empty or whitespace-only inputs give `""`).
         """
+        check_languages(None, None, source_language, target_language)
         path = self.path or "the TFLite model"
         check_fixed_setting(path, "beam_size", beam_size, None, "--beam-size")
         check_fixed_setting(path, "length_penalty", length_penalty, None, "--length-penalty")

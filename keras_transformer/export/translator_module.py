@@ -13,6 +13,7 @@ from keras_transformer.decoding.beam_search import check_length_penalty_rule
 from keras_transformer.decoding.beam_search import length_penalty_divisor
 from keras_transformer.decoding.beam_search import next_token_log_probs
 from keras_transformer.decoding.greedy import decode_token_by_token
+from keras_transformer.export.language_signatures import multilingual_signatures
 from keras_transformer.models.ensemble import EnsembleParts
 from keras_transformer.models.transformer_parts import TransformerParts
 
@@ -175,6 +176,10 @@ class TranslatorModule(tf.Module):
         self.jit_compile = constant(self._jit_compile, tf.bool, "jit_compile")
         self.format = constant(FORMAT, tf.string, "format")
         self.format_version = constant(FORMAT_VERSION, tf.int32, "format_version")
+        if getattr(target_tokenizer, "languages", None):  # what a client checks language codes against
+            self.language_codes = constant(list(target_tokenizer.languages), tf.string, "language_codes")
+            self.source_language = constant(getattr(source_tokenizer, "source_language", None) or "", tf.string,
+                                            "source_language")
 
     @classmethod
     def from_run(cls, run, **kwargs):
@@ -215,6 +220,7 @@ class TranslatorModule(tf.Module):
             "jit_compile": self._jit_compile,
             "source_vocab_size": self.source_tokenizer.vocab_size,
             "target_vocab_size": self.target_tokenizer.vocab_size,
+            "languages": list(getattr(self.target_tokenizer, "languages", None) or []),
             "keras_version": keras.__version__,
             "tensorflow_version": tf.__version__,
         }
@@ -225,11 +231,15 @@ class TranslatorModule(tf.Module):
     # ----------------------------------------------------------------------------------------------------------
     # Graph pieces (called while tracing).
 
-    def encode_text(self, text):
-        """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`."""
+    def encode_text(self, text, language_ids=None):
+        """Source ids `[START] tokens [END]` int32 `[B, S]` (S = longest row + 2) and `has_tokens` bool `[B]`;
+        with `language_ids` (int32 `[B]`), each row starts with its own id instead (a source language's code)."""
         tokenizer = self.source_tokenizer
-        return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id,
-                            self._source_max_length)
+        if language_ids is None:
+            return pack_sources(tokenizer.tokenize(text), tokenizer.source_start_id, tokenizer.end_id,
+                                self._source_max_length)
+        ids, has_tokens = pack_sources(tokenizer.tokenize(text), None, tokenizer.end_id, self._source_max_length - 1)
+        return tf.concat([tf.expand_dims(language_ids, 1), ids], axis=1), has_tokens
 
     def encode_target(self, text, with_end):
         """Target ids of `text` int32 `[B, T]` (0-padded; `[END]` after each row's tokens when `with_end`, and
@@ -238,12 +248,13 @@ class TranslatorModule(tf.Module):
         ids, has_tokens = pack_sources(tokenizer.tokenize(text), None, tokenizer.end_id, self._max_length)
         return (ids if with_end else tf.where(tf.equal(ids, tokenizer.end_id), 0, ids)), has_tokens
 
-    def decode_ids(self, source_ids, beam_size, with_scores=True, prefix=None, num_hypotheses=1):
+    def decode_ids(self, source_ids, beam_size, with_scores=True, prefix=None, num_hypotheses=1, first_token=None):
         """Output ids int32 `[B, max_length]` (0 after `[END]`) and length-penalized scores float32 `[B]`.
 
         Greedy decoding computes its scores with an extra teacher-forced pass, only `with_scores` (otherwise the
         scores are `None`); beam search has them anyway. `prefix` (int32 `[B, P]`) forces each row's first
-        tokens; `num_hypotheses` n > 1 returns `[B, n, max_length]` and `[B, n]` (beam search as wide as needed).
+        tokens; `num_hypotheses` n > 1 returns `[B, n, max_length]` and `[B, n]` (beam search as wide as needed);
+        `first_token` (int32 `[B]`) is each row's first token at no cost (a target language's code).
         """
         start_id, end_id = self.target_tokenizer.start_id, self.target_tokenizer.end_id
         if beam_size > 1 or num_hypotheses > 1:
@@ -251,8 +262,10 @@ class TranslatorModule(tf.Module):
                 self._parts, source_ids, self._max_length, start_id, end_id,
                 beam_size=max(beam_size, num_hypotheses), length_penalty=self._length_penalty,
                 length_penalty_rule=self._length_penalty_rule, force_end=self._force_end, prefix=prefix,
-                num_hypotheses=num_hypotheses,
+                num_hypotheses=num_hypotheses, first_token=first_token,
             )
+        if first_token is not None:
+            prefix = tf.expand_dims(first_token, 1)
         tokens = decode_token_by_token(self._parts, source_ids, self._max_length, start_id, end_id, _choose_argmax,
                                        force_end=self._force_end, prefix=prefix)
         return tokens, (self.score(source_ids, tokens) if with_scores else None)
@@ -282,26 +295,31 @@ class TranslatorModule(tf.Module):
         lengths = tf.maximum(tf.reduce_sum(tf.cast(real, tf.int32), axis=1), 1)  # 0 ** alpha for an empty row
         return total / length_penalty_divisor(lengths, self._length_penalty, self._length_penalty_rule)
 
-    def run(self, text, beam_size, with_scores=False, jit_compile=None, prefix=None, num_hypotheses=1):
+    def run(self, text, beam_size, with_scores=False, jit_compile=None, prefix=None, num_hypotheses=1,
+            languages=None):
         """The whole pipeline: `(translation [B], token_ids [B, max_length], scores [B] or None)`.
 
         `jit_compile=None` follows the module's setting; `True` decodes in one XLA program over bucketed shapes.
         `prefix` (`tf.string [B]`) forces each translation's beginning; `num_hypotheses` n > 1 gives the n best
-        of a beam: translations `[B, n]`, token ids `[B, n, max_length]`, scores `[B, n]`.
+        of a beam: translations `[B, n]`, token ids `[B, n, max_length]`, scores `[B, n]`. `languages`: a
+        multilingual model's `(source, target)` language code ids, int32 `[B]` each (`language_signatures`).
         """
         jit_compile = self._jit_compile if jit_compile is None else jit_compile
         text = tf.convert_to_tensor(text, tf.string)
-        source_ids, has_tokens = self.encode_text(text)
+        source_ids, has_tokens = self.encode_text(text, None if languages is None else languages[0])
         inputs = [source_ids]
-        if prefix is not None:
+        if languages is not None:  # the target language's code, forced as the first token
+            inputs.append(languages[1])
+        elif prefix is not None:
             prefix_ids, has_prefix = self.encode_target(tf.convert_to_tensor(prefix, tf.string), with_end=False)
             has_tokens = tf.logical_or(has_tokens, has_prefix)  # a prefix alone is decoded too
             inputs.append(prefix_ids)
         with_scores = with_scores or num_hypotheses > 1
 
-        def decode(ids, prefix_ids=None):
-            return self.decode_ids(ids, beam_size, with_scores=with_scores, prefix=prefix_ids,
-                                   num_hypotheses=num_hypotheses)
+        def decode(ids, forced=None):
+            return self.decode_ids(ids, beam_size, with_scores=with_scores, num_hypotheses=num_hypotheses,
+                                   prefix=None if languages is not None else forced,
+                                   first_token=forced if languages is not None else None)
 
         if jit_compile:
             batch_size = tf.shape(source_ids)[0]
@@ -408,7 +426,10 @@ class TranslatorModule(tf.Module):
         return {"translation": translation}
 
     def signatures(self):
-        """The SavedModel signatures, `{name: tf.function}` (`tf.saved_model.save` traces them while saving)."""
+        """The SavedModel signatures, `{name: tf.function}` (`tf.saved_model.save` traces them while saving); a
+        multilingual model's take language codes (`language_signatures`)."""
+        if getattr(self.target_tokenizer, "languages", None):
+            return multilingual_signatures(self)
         return {
             "serving_default": self.translate,
             "translate_with_ids": self.translate_with_ids,

@@ -12,7 +12,9 @@ import json
 import os
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.runs.directory import is_run_directory
 from keras_transformer.runs.run import save_model
 from keras_transformer.runs.run import save_tokenizers
@@ -122,3 +124,26 @@ def write_imported_run(output_dir, model, tokenizers, configs, record, decoding)
             f.write("\n")
         write_decoding_settings(temporary, decoding)
         save_model(model, temporary)
+
+
+def generation_decoding(directory, config, source):
+    """The checkpoint's generation settings as a `DecodingSettings` (what `decoding.json` holds), so that
+    `translate` decodes as `transformers`' `generate()` does by default: its beam size and length penalty with
+    transformers' rule, its `max_length` (which counts the decoder's start token: one generated token fewer here),
+    and `forced_eos_token_id` (the last allowed token is the end token). `generation_config.json` where the
+    checkpoint has one, else `config.json`, else transformers' defaults (greedy, `max_length` 20)."""
+    path = os.path.join(directory, "generation_config.json")
+    generation = read_json(path, "the generation settings") if os.path.isfile(path) else {}
+
+    def setting(name, default):
+        value = generation.get(name, config.get(name))
+        return default if value is None else value
+
+    max_new = setting("max_new_tokens", None)
+    max_length = int(max_new) if max_new is not None else int(setting("max_length", 20)) - 1
+    eos = setting("eos_token_id", 0)  # Marian's </s> is 0; M2M-100's config names its own (2)
+    forced = setting("forced_eos_token_id", None)
+    return DecodingSettings(
+        beam_size=max(1, int(setting("num_beams", 1))), length_penalty=float(setting("length_penalty", 1.0)),
+        tuned_on=f"generation settings of {source}", length_penalty_rule="transformers",
+        max_length=max(1, max_length), force_end=forced is not None and forced == eos)

@@ -91,6 +91,11 @@ def read_tensors(directory):
         shards = sorted(set(read_json(index, "a safetensors index").get("weight_map", {}).values()))
         if not shards:
             raise CheckpointError(f"{index}: its \"weight_map\" lists no files")
+        for shard in shards:
+            if not isinstance(shard, str) or shard in ("", ".", "..") or os.path.basename(shard) != shard or \
+                    "\\" in shard:
+                raise CheckpointError(f"{index}: names the shard {shard!r}; a shard must be a file name inside the "
+                                      "checkpoint directory (no directories, no '..')")
         tensors = {}
         for shard in shards:
             tensors.update(_read_safetensors(os.path.join(directory, shard)))

@@ -21,11 +21,11 @@ import os
 import numpy as np
 
 from keras_transformer.data.sentencepiece_tokenizer import SentencePieceTokenizer
-from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.bart_layout import IMPORT_FILE
 from keras_transformer.importers.bart_layout import CheckpointTensors
 from keras_transformer.importers.bart_layout import assign_blocks
 from keras_transformer.importers.bart_layout import check_destination
+from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import read_json
@@ -177,29 +177,6 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
     return model
 
 
-def marian_decoding(directory, config, source):
-    """The checkpoint's generation settings as a `DecodingSettings` (what `decoding.json` holds), so that
-    `translate` decodes as `transformers`' `generate()` does by default: its beam size and length penalty with
-    transformers' rule, its `max_length` (which counts the decoder's start token: one generated token fewer here),
-    and `forced_eos_token_id` (the last allowed token is the end token). `generation_config.json` where the
-    checkpoint has one, else `config.json`, else transformers' defaults (greedy, `max_length` 20)."""
-    path = os.path.join(directory, "generation_config.json")
-    generation = read_json(path, "the generation settings") if os.path.isfile(path) else {}
-
-    def setting(name, default):
-        value = generation.get(name, config.get(name))
-        return default if value is None else value
-
-    max_new = setting("max_new_tokens", None)
-    max_length = int(max_new) if max_new is not None else int(setting("max_length", 20)) - 1
-    eos = setting("eos_token_id", 0)
-    forced = setting("forced_eos_token_id", None)
-    return DecodingSettings(
-        beam_size=max(1, int(setting("num_beams", 1))), length_penalty=float(setting("length_penalty", 1.0)),
-        tuned_on=f"generation settings of {source}", length_penalty_rule="transformers",
-        max_length=max(1, max_length), force_end=forced is not None and forced == eos)
-
-
 def import_marian(source, output_dir, overwrite=False, verbose=1):
     """Imports a Marian (OPUS-MT) checkpoint as a run directory that `translate`, `evaluate`, `tune`, `export`,
     `ensemble` and `train --init-from` take like one that `train` wrote.
@@ -249,10 +226,10 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
     training = TrainingConfig(vocab_size=source_tokenizer.vocab_size, shared_vocab=shared)
     write_imported_run(output_dir, model, (source_tokenizer, target_tokenizer), (model_config, training),
                        {"source": os.fspath(source), "format": "marian", "config": config},
-                       marian_decoding(directory, config, source))
+                       generation_decoding(directory, config, source))
     say(f"Wrote {output_dir} (model.keras, tokenizers/, config.json; {model.count_params():,} weights)")
     return output_dir
 
 
 __all__ = ["CheckpointError", "HUB_FILES", "IMPORT_FILE", "assign_marian_weights", "import_marian",
-           "marian_decoding", "marian_model_config", "read_marian_config", "read_marian_tokenizers"]
+           "marian_model_config", "read_marian_config", "read_marian_tokenizers"]

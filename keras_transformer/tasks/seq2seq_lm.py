@@ -274,12 +274,14 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
                 max_length=self.preprocessor.decoder_sequence_length, decoding=default))
         return self._translator
 
-    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
+                  source_language=None, target_language=None):
         """Translations of `texts` (a list of str), decoding as `compile(sampler=...)` set (greedy or beam search
         of the package) unless `beam_size`/`length_penalty` say otherwise."""
         sampler = sampler_for(self.translator.decoding, beam_size, length_penalty)
         return self.translator.translate_with_sampler(texts, sampler, batch_size=batch_size, max_length=max_length,
-                                                      verbose=verbose)
+                                                      verbose=verbose, source_language=source_language,
+                                                      target_language=target_language)
 
     def supports(self, method):
         return self.translator.supports(method)

@@ -1,0 +1,146 @@
+"""`keras-transformer import` on NLLB-style M2M-100 checkpoints made here: the run it writes translates on the command
+line as transformers does, refuses unknown language codes, and what cannot be imported is refused in one line
+(tests/backends/test_m2m_100_parity.py checks logits and decoding on every backend)."""
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("sentencepiece")
+pytest.importorskip("torch")
+
+from tests.importers.m2m_100_checkpoint import MAX_NEW  # noqa: E402
+from tests.importers.m2m_100_checkpoint import make_m2m_100_checkpoint  # noqa: E402
+from tests.importers.m2m_100_checkpoint import reference_translations  # noqa: E402
+from tests.importers.m2m_100_checkpoint import sentences  # noqa: E402
+from tests.importers.m2m_100_files import write_nllb_tokenizer_files  # noqa: E402
+from tests.importers.test_marian import assert_one_line_error  # noqa: E402
+from tests.importers.test_marian import cli_here  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("nllb"))
+    model, tokenizer = make_m2m_100_checkpoint(directory)
+    return directory, model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def imported(checkpoint, tmp_path_factory):
+    from keras_transformer import cli as commands
+
+    run_dir = str(tmp_path_factory.mktemp("runs") / "nllb")
+    assert commands.main(["import", checkpoint[0], "--output", run_dir]) == 0  # keras-transformer import
+    return run_dir, None
+
+
+def _stdin(text):
+    import io
+
+    return io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+
+
+def test_cli_translates_line_for_line_as_transformers(checkpoint, imported, capsys, monkeypatch):
+    texts = sentences(20, seed=4)
+    monkeypatch.setattr("sys.stdin", _stdin("\n".join(texts) + "\n"))
+    process = cli_here(capsys, "translate", imported[0], "--source-lang", "deu_Latn", "--target-lang", "spa_Latn",
+                       "--beam-size", "1", "--max-length", str(MAX_NEW))
+    assert process.returncode == 0, process.stderr
+    _, model, tokenizer = checkpoint
+    assert process.stdout.splitlines() == reference_translations(model, tokenizer, texts, "deu_Latn",
+                                                                 ["spa_Latn"] * 20, 1)
+
+
+def test_an_unknown_language_is_refused_naming_the_closest_codes(imported, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", _stdin("a sentence\n"))
+    process = cli_here(capsys, "translate", imported[0], "--target-lang", "deu_latn")
+    assert process.returncode == 2
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "deu_latn" in lines[0] and "deu_Latn" in lines[0], process.stderr
+
+
+def test_what_cannot_be_imported_is_refused_in_one_line(checkpoint, tmp_path, capsys):
+    import shutil
+
+    def copy(name):
+        directory = str(tmp_path / name)
+        shutil.copytree(checkpoint[0], directory)
+        return directory
+
+    moe = copy("moe")
+    with open(os.path.join(moe, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    with open(os.path.join(moe, "config.json"), "w", encoding="utf-8") as f:
+        json.dump({**config, "model_type": "nllb-moe"}, f)
+    process = cli_here(capsys, "import", moe, "--output", str(tmp_path / "out"))
+    assert_one_line_error(process, "nllb-moe", "mixtures of experts", "supported: m2m_100, marian")
+
+    no_codes = copy("no-codes")
+    write_nllb_tokenizer_files(no_codes, ())
+    process = cli_here(capsys, "import", no_codes, "--output", str(tmp_path / "out"))
+    assert_one_line_error(process, "language codes")
+
+    outside = copy("outside")
+    os.remove(os.path.join(outside, "model.safetensors"))
+    with open(os.path.join(outside, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+        json.dump({"weight_map": {"model.shared.weight": "../elsewhere/model.safetensors"}}, f)
+    process = cli_here(capsys, "import", outside, "--output", str(tmp_path / "out"))
+    assert_one_line_error(process, "../elsewhere/model.safetensors", "inside the checkpoint directory")
+    assert not os.path.exists(tmp_path / "out")
+
+
+# Runs in a fresh interpreter with `-I -S`, where keras_transformer is not importable (as in test_saved_model.py).
+CLIENT = """
+import importlib.util, json, sys
+sys.path.append(sys.argv[1])
+assert importlib.util.find_spec("keras_transformer") is None, "keras_transformer is importable"
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
+translate = tf.saved_model.load(sys.argv[2]).signatures["serving_default"]
+texts, targets = json.loads(sys.argv[3])
+outputs = translate(text=tf.constant(texts), target_language=tf.constant(targets))
+print(json.dumps([t.decode("utf-8") for t in outputs["translation"].numpy()]))
+"""
+
+
+def test_one_saved_model_translates_into_any_language_as_the_python_translator(imported, tmp_path):
+    import subprocess
+    import sys
+    import sysconfig
+
+    from keras_transformer import export_run
+    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.translators import load_translator
+
+    path = str(tmp_path / "saved")
+    export_run(imported[0], saved_model=path, max_length=MAX_NEW, verbose=0)
+    saved, python = SavedModelTranslator(path), load_translator(imported[0])
+    texts = sentences(100, seed=5)
+    outputs = {}
+    for target in ("deu_Latn", "fra_Latn"):
+        outputs[target] = saved.translate(texts, source_language="spa_Latn", target_language=target)
+        assert outputs[target] == python.translate(texts, source_language="spa_Latn", target_language=target,
+                                                   max_length=MAX_NEW)
+    assert outputs["deu_Latn"] != outputs["fra_Latn"]
+    with pytest.raises(ValueError, match="unknown language code 'fra_latn'; closest: fra_Latn"):
+        saved.translate(texts[:1], target_language="fra_latn")
+
+    mixed = ["deu_Latn", "fra_Latn"] * 3
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", CLIENT, sysconfig.get_paths()["purelib"], path,
+                             json.dumps([texts[:6], mixed])], cwd=tmp_path, capture_output=True, text=True,
+                            env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = python.translate(texts[:6], target_language=mixed, max_length=MAX_NEW)  # default source language
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_exports_without_the_language_choice_are_refused_before_any_work(imported, tmp_path, capsys):
+    process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved"), "--tflite",
+                       str(tmp_path / "nllb.tflite"))
+    assert process.returncode == 2 and "BPE SentencePiece tokenizer" in process.stderr, process.stderr
+    process = cli_here(capsys, "export", imported[0], "--ctranslate2", str(tmp_path / "ct2"))
+    assert process.returncode == 2 and "ct2-transformers-converter" in process.stderr, process.stderr
+    assert sorted(os.listdir(tmp_path)) == []
