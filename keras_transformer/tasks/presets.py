@@ -4,6 +4,8 @@
   that repository's `config.json` is a keras-hub preset's (`upload_preset` put it there);
   `imported_run(source)` imports it once into a cache (`$KERAS_TRANSFORMER_CACHE`, default
   `~/.cache/keras_transformer/`) and returns the run directory.
+* `named_preset(name)`: the checkpoint behind a keras-hub-style preset name (`"nllb_200_distilled_600m"`,
+  `"m2m100_418m"`, `"opus_mt_de_en"` for any OPUS-MT pair), as `hf://OWNER/NAME`.
 * `check_preset(path)`: raises `PresetError` in one line for a preset that keras-hub cannot load, naming the file
   and how to re-export it (a preset of the older layout, whose `config.json` is a plain `TransformerModel`).
 """
@@ -13,6 +15,33 @@ import json
 import os
 
 OLD_LAYOUT_FIX = "re-export it from its run with `keras-transformer export RUN --preset DIR --overwrite`"
+
+
+# keras-hub-style names -> Hugging Face Hub checkpoints (imported on first use); `opus_mt_SRC_TGT` names any OPUS-MT
+# pair (Helsinki-NLP/opus-mt-SRC-TGT).
+NAMED_PRESETS = {
+    "nllb_200_distilled_600m": "facebook/nllb-200-distilled-600M",
+    "nllb_200_distilled_1.3b": "facebook/nllb-200-distilled-1.3B",
+    "nllb_200_1.3b": "facebook/nllb-200-1.3B",
+    "nllb_200_3.3b": "facebook/nllb-200-3.3B",
+    "m2m100_418m": "facebook/m2m100_418M",
+    "m2m100_1.2b": "facebook/m2m100_1.2B",
+}
+_OPUS_MT = "opus_mt_"
+
+
+def named_preset(name):
+    """`hf://OWNER/NAME` of a preset name (`NAMED_PRESETS`, or `opus_mt_SRC_TGT`), else `None` (a local path that
+    exists is never a name)."""
+    name = os.fspath(name)
+    if os.path.exists(name) or "/" in name or "://" in name:
+        return None
+    if name in NAMED_PRESETS:
+        return f"hf://{NAMED_PRESETS[name]}"
+    pair = name[len(_OPUS_MT):].split("_") if name.startswith(_OPUS_MT) else []
+    if len(pair) == 2 and all(part.replace("-", "").isalnum() for part in pair):
+        return f"hf://Helsinki-NLP/opus-mt-{pair[0]}-{pair[1]}"
+    return None
 
 
 class PresetError(ValueError):

@@ -40,6 +40,7 @@ from keras_transformer.tasks.presets import PresetError
 from keras_transformer.tasks.presets import check_preset
 from keras_transformer.tasks.presets import imported_run
 from keras_transformer.tasks.presets import is_checkpoint
+from keras_transformer.tasks.presets import named_preset
 from keras_transformer.tasks.tokenizer import TransformerTokenizer
 
 
@@ -112,12 +113,14 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):
-        """keras-hub's `from_preset`, plus a pretrained Marian (OPUS-MT) checkpoint: `hf://OWNER/NAME` or a
-        directory in the Hugging Face layout, imported once into a cache and loaded from there.
+        """keras-hub's `from_preset`, plus a pretrained checkpoint (OPUS-MT, M2M-100, NLLB-200): `hf://OWNER/NAME`,
+        a directory in the Hugging Face layout, or a name (`"nllb_200_distilled_600m"`, `"m2m100_418m"`,
+        `"opus_mt_de_en"`: `presets.NAMED_PRESETS`), imported once into a cache and loaded from there.
 
         Raises:
             PresetError: a preset of an older layout (one line says how to re-export it), or a damaged one.
         """
+        preset = named_preset(preset) or preset
         if is_checkpoint(preset):
             return cls.from_run(imported_run(os.fspath(preset)), **kwargs)
         check_preset(os.fspath(preset))

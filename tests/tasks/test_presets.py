@@ -104,3 +104,30 @@ def test_exports_of_a_task_trained_with_fit_translate_as_the_task(trained, tmp_p
     assert SavedModelTranslator(saved).translate(SENTENCES) == expected
     tflite = export_tflite(module, str(tmp_path / "model.tflite"))
     assert TFLiteTranslator(tflite).translate(SENTENCES) == expected
+
+
+def test_preset_names_import_their_hub_checkpoints(monkeypatch, tmp_path):
+    from keras_transformer.tasks import TransformerSeq2SeqLM
+    from keras_transformer.tasks import presets
+    from keras_transformer.tasks import seq2seq_lm
+
+    assert presets.named_preset("nllb_200_distilled_600m") == "hf://facebook/nllb-200-distilled-600M"
+    assert presets.named_preset("m2m100_418m") == "hf://facebook/m2m100_418M"
+    assert presets.named_preset("opus_mt_de_en") == "hf://Helsinki-NLP/opus-mt-de-en"
+    assert presets.named_preset("opus_mt_tc-big-en_de") == "hf://Helsinki-NLP/opus-mt-tc-big-en-de"
+    assert presets.named_preset("nllb_200") is None and presets.named_preset("opus_mt_de") is None
+    local = tmp_path / "m2m100_418m"
+    local.mkdir()
+    assert presets.named_preset(str(local)) is None  # a path that exists is never a name
+
+    imported = []
+
+    def import_instead(source):
+        imported.append(source)
+        raise LookupError("stop here")
+
+    monkeypatch.setattr(presets, "_hub_config", lambda source: None)  # no network: a transformers checkpoint
+    monkeypatch.setattr(seq2seq_lm, "imported_run", import_instead)
+    with pytest.raises(LookupError, match="stop here"):
+        TransformerSeq2SeqLM.from_preset("nllb_200_distilled_600m")
+    assert imported == ["hf://facebook/nllb-200-distilled-600M"]
