@@ -62,15 +62,27 @@ def test_logits_match_transformers(imported):
 
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_translations_into_three_languages_equal_transformers_generate(imported, beam_size):
+    from keras_transformer.decoding import languages
     from keras_transformer.decoding.translator import Translator
 
     model, tokenizer, run_dir = imported
     run = _load(run_dir)
     texts = sentences(100, seed=3)
     targets = [LANGUAGES[1 + i % 3] for i in range(len(texts))]  # three target languages, mixed in each batch
-    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer, decoding=run.decoding)
-    ours = translator.translate(texts, beam_size=beam_size, source_language="eng_Latn", target_language=targets,
-                                batch_size=64, max_length=MAX_NEW)
-    theirs = reference_translations(model, tokenizer, texts, "eng_Latn", targets, beam_size)
+    source, target = run.source_tokenizer, run.target_tokenizer
+    translator = Translator(run.model, source, target, decoding=run.decoding)
+    # The tokens: each row's generated ids, as the checkpoint's ids, against generate()'s.
+    rows = source.tokenize(texts).to_list()
+    sources = languages.pack_with_languages(rows, languages.language_ids(source, "eng_Latn", 100, None, "source"),
+                                            source.end_id, run.model.encoder_embedding.max_length)
+    first = languages.language_ids(target, targets, 100, None, "target")
+    tokens, _ = translator._search(sources, translator.decoding_sampler(beam_size), MAX_NEW, first_token=first)
+    ours = [[int(target.original_ids[t]) for t in row if t != 0] for row in tokens]
+    theirs = reference_translations(model, tokenizer, texts, "eng_Latn", targets, beam_size, ids=True)
     assert ours == theirs
-    assert len({len(text.split()) for text in theirs}) > 2  # translations of different lengths: some ended early
+    lengths = [len(row) for row in theirs]
+    assert min(lengths) < MAX_NEW and lengths.count(MAX_NEW) > 5  # some ended early, some ran to the limit
+    # The text: what translate() gives, as batch_decode(skip_special_tokens=True).
+    text = translator.translate(texts, beam_size=beam_size, source_language="eng_Latn", target_language=targets,
+                                batch_size=64, max_length=MAX_NEW)
+    assert text == reference_translations(model, tokenizer, texts, "eng_Latn", targets, beam_size)

@@ -29,15 +29,16 @@ def make_m2m_100_checkpoint(directory, languages=LANGUAGES):
         bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, max_length=MAX_NEW + 1)
     torch.manual_seed(0)
     model = transformers.M2M100ForConditionalGeneration(config).eval()
-    with torch.no_grad():  # a stronger end token, so that translations end at different lengths
-        model.model.shared.weight[2] *= 1.6
+    with torch.no_grad():  # a stronger end token: some translations end at once, the others run to the limit
+        model.model.shared.weight[2] *= 1.5
     model.save_pretrained(directory)
     return model, tokenizer
 
 
-def reference_translations(model, tokenizer, texts, source, targets, num_beams):
+def reference_translations(model, tokenizer, texts, source, targets, num_beams, ids=False):
     """transformers' translations of `texts` from `source` into `targets` (one code per text): `generate` with
-    `forced_bos_token_id`, then `batch_decode(skip_special_tokens=True)`."""
+    `forced_bos_token_id`, then `batch_decode(skip_special_tokens=True)`; with `ids`, the generated ids instead
+    (after the decoder's start, up to and including `</s>`), a list per text."""
     import torch
 
     tokenizer.src_lang = source
@@ -48,5 +49,13 @@ def reference_translations(model, tokenizer, texts, source, targets, num_beams):
         with torch.no_grad():
             generated = model.generate(**batch, forced_bos_token_id=tokenizer.convert_tokens_to_ids(target),
                                        num_beams=num_beams, max_length=MAX_NEW + 1, do_sample=False)
-        outputs += list(zip(rows, tokenizer.batch_decode(generated, skip_special_tokens=True)))
+        if ids:
+            found = [_until_end(row[1:]) for row in generated.numpy().tolist()]
+        else:
+            found = tokenizer.batch_decode(generated, skip_special_tokens=True)
+        outputs += list(zip(rows, found))
     return [text for _, text in sorted(outputs)]
+
+
+def _until_end(row, end=2):
+    return row[: row.index(end) + 1] if end in row else row
