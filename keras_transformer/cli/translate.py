@@ -206,9 +206,11 @@ def cmd_tune(args):
     _with_length_penalty_rule(translator, decoding, rule)
     keep = {} if decoding is None else {"max_length": decoding.max_length, "force_end": decoding.force_end}
 
+    languages = _language_arguments(args)
+
     def translate(sources, beam_size, length_penalty):
         return translator.translate(sources, beam_size=beam_size, batch_size=args.batch_size, verbose=progress,
-                                    length_penalty=length_penalty if beam_size > 1 else None)
+                                    length_penalty=length_penalty if beam_size > 1 else None, **languages)
 
     def show(row):
         print(f"beam {row['beam_size']}, length penalty {row['length_penalty']:g}: BLEU {row['bleu']:.2f}, "
@@ -239,6 +241,15 @@ def cmd_ensemble(args):
     return 0
 
 
+def add_language_flags(p):
+    p.add_argument("--source-lang", metavar="CODE", default=None,
+                   help="a multilingual model's source language, as its checkpoint names it (NLLB-200: deu_Latn; "
+                        "M2M-100: de); default the model's")
+    p.add_argument("--target-lang", metavar="CODE", default=None,
+                   help="a multilingual model's target language (NLLB-200: eng_Latn; M2M-100: en); required where the "
+                        "model has no default")
+
+
 def register(sub, common):
     """Adds this module's subcommand(s) to the `keras-transformer` parser."""
     def add_decoding_flags(p):
@@ -250,12 +261,7 @@ def register(sub, common):
         add_length_penalty_rule_flag(p, "the run's choice from `tune`, else gnmt")
         p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
         p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
-        p.add_argument("--source-lang", metavar="CODE", default=None,
-                       help="a multilingual model's source language, as its checkpoint names it (NLLB-200: "
-                            "deu_Latn; M2M-100: de); default the model's")
-        p.add_argument("--target-lang", metavar="CODE", default=None,
-                       help="a multilingual model's target language (NLLB-200: eng_Latn; M2M-100: en); required "
-                            "where the model has no default")
+        add_language_flags(p)
 
     p = sub.add_parser("translate", parents=[common], help="translate stdin to stdout",
                        description="Read sentences on stdin (one per line), write translations on stdout.")
@@ -309,6 +315,7 @@ def register(sub, common):
     add_length_penalty_rule_flag(p, "the rule of RUN_DIR/decoding.json, else gnmt; the choice keeps it")
     p.add_argument("--batch-size", type=positive_int, default=32, help="sentences decoded together")
     p.add_argument("--overwrite", action="store_true", help="replace the run's decoding.json")
+    add_language_flags(p)
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("ensemble", parents=[common], help="decode several runs as one",

@@ -144,3 +144,29 @@ def test_exports_without_the_language_choice_are_refused_before_any_work(importe
     process = cli_here(capsys, "export", imported[0], "--ctranslate2", str(tmp_path / "ct2"))
     assert process.returncode == 2 and "ct2-transformers-converter" in process.stderr, process.stderr
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_evaluate_and_tune_take_the_languages(checkpoint, imported, tmp_path, capsys):
+    import shutil
+
+    _, model, tokenizer = checkpoint
+    texts = sentences(30, seed=6)
+    references = reference_translations(model, tokenizer, texts, "deu_Latn", ["spa_Latn"] * 30, 1)
+    (tmp_path / "src.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(references) + "\n", encoding="utf-8")
+    languages = ("--source-lang", "deu_Latn", "--target-lang", "spa_Latn")
+    process = cli_here(capsys, "evaluate", imported[0], "--src", str(tmp_path / "src.txt"), "--ref",
+                       str(tmp_path / "ref.txt"), "--beam-size", "1", "--max-length", str(MAX_NEW), *languages)
+    assert process.returncode == 0, process.stderr
+    assert "= 100.00" in process.stdout, process.stdout  # the translations are transformers' own
+
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(imported[0], run_dir)
+    process = cli_here(capsys, "tune", run_dir, "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt"),
+                       "--beam-sizes", "1", "2", "--length-penalties", "1.0", "--overwrite", *languages)
+    assert process.returncode == 0, process.stderr
+    with open(os.path.join(run_dir, "decoding.json"), encoding="utf-8") as f:
+        assert json.load(f)["beam_size"] in (1, 2)
+    process = cli_here(capsys, "tune", run_dir, "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt"),
+                       "--overwrite", "--target-lang", "spa_latn")
+    assert process.returncode == 2 and "closest: spa_Latn" in process.stderr, process.stderr
