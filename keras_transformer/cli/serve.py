@@ -1,5 +1,6 @@
 """`keras-transformer serve`: an HTTP server with TF Serving's REST API over any artifact."""
 
+from keras_transformer.cli.settings import add_language_flags
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
 
@@ -57,7 +58,7 @@ def cmd_serve(args):
         steps_per_call=args.steps_per_call)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
-    served = load_served_model(args.artifact, args.model_name, decoding, settings)
+    served = load_served_model(args.artifact, args.model_name, decoding, settings, (args.source_lang, args.target_lang))
     print(f"keras-transformer serve: loaded {args.artifact} ({type(served.translator).__name__}); signatures: "
           f"{', '.join(served.signatures)}", file=sys.stderr, flush=True)
     engine = served.engine
@@ -106,6 +107,7 @@ def register(sub, common):
                    help="1 greedy, more for beam search (default: as the artifact decodes)")
     p.add_argument("--length-penalty", type=length_penalty, default=None, help="beam search's length penalty")
     p.add_argument("--max-length", type=positive_int, default=None, help="longest output in tokens")
+    add_language_flags(p, requests=True)
     p.add_argument("--max-batch-size", type=positive_int, default=d.max_batch_size,
                    help=f"most sentences decoded together (default {d.max_batch_size})")
     p.add_argument("--batch-timeout-ms", type=_non_negative_float, default=d.batch_timeout_ms,

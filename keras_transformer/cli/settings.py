@@ -125,3 +125,15 @@ def length_penalty(text):
     if not 0.0 <= value <= 10.0:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 10], got {text}")
     return value
+
+
+def add_language_flags(p, requests=False):
+    """`--source-lang` / `--target-lang`: a multilingual model's languages (`requests`: the server's defaults for
+    requests that give none)."""
+    scope = "the default for requests that give none; " if requests else ""
+    p.add_argument("--source-lang", metavar="CODE", default=None,
+                   help="a multilingual model's source language, as its checkpoint names it (NLLB-200: deu_Latn; "
+                        f"M2M-100: de); {scope}default the model's")
+    p.add_argument("--target-lang", metavar="CODE", default=None,
+                   help=f"a multilingual model's target language (NLLB-200: eng_Latn; M2M-100: en); {scope}required "
+                        "where the model has no default")

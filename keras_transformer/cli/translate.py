@@ -3,6 +3,7 @@
 import os
 import sys
 
+from keras_transformer.cli.settings import add_language_flags
 from keras_transformer.cli.settings import add_length_penalty_rule_flag
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
@@ -239,15 +240,6 @@ def cmd_ensemble(args):
     print(f"wrote {args.output}: {len(ensemble.members)} runs decoded as one (their next-token {how}); choose its "
           f"decoding with `keras-transformer tune {args.output} --src ... --ref ...`")
     return 0
-
-
-def add_language_flags(p):
-    p.add_argument("--source-lang", metavar="CODE", default=None,
-                   help="a multilingual model's source language, as its checkpoint names it (NLLB-200: deu_Latn; "
-                        "M2M-100: de); default the model's")
-    p.add_argument("--target-lang", metavar="CODE", default=None,
-                   help="a multilingual model's target language (NLLB-200: eng_Latn; M2M-100: en); required where the "
-                        "model has no default")
 
 
 def register(sub, common):

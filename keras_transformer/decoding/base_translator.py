@@ -30,6 +30,9 @@ class BaseTranslator:
     raises `ValueError`, naming the argument, for a value it cannot decode with.
     """
 
+    languages = ()  # a multilingual model's language codes; empty for a one-pair model
+    default_languages = (None, None)  # its default (source, target) codes, `None` where it has none
+
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
                   source_language=None, target_language=None):
         """Translates a list of sentences; returns a list of strings in the same order (see the class)."""
@@ -40,6 +43,12 @@ class BaseTranslator:
         `"align"`, `"stream"`), rather than refusing it with `ValueError`."""
         own = getattr(type(self), method, None)
         return callable(own) and own is not getattr(BaseTranslator, method, None)
+
+    def _one_pair_only(self, what):
+        """Refuses `what` for a multilingual model, whose language choice only `translate` takes."""
+        if self.languages:
+            raise ValueError(f"{what}: a multilingual model (M2M-100, NLLB-200) takes its languages in `translate` "
+                             "only; this method does not choose languages yet")
 
     def _unsupported(self, what):
         return ValueError(f"{what} needs a run directory, a SavedModel or a CTranslate2 export (see docs/serving.md "

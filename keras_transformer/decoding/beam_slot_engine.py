@@ -6,7 +6,8 @@ its own position (scores the continuations of its beams, moves those that end to
 the best others alive and reorders their self-attention caches), and a sentence leaves its slot the step its beam
 search is done, by the same rule (`length_penalty_rule`) and with the same tokens as `beam_search` gives it in any
 batch. Its hypotheses (`num_hypotheses` best, with their scores) come back together when it ends; forced prefixes
-keep their log-probabilities, as in `beam_search_with_parts(prefix=...)`.
+keep their log-probabilities, as in `beam_search_with_parts(prefix=...)`, and a `first_token` costs nothing, as
+`beam_search_with_parts(first_token=...)`.
 """
 
 import keras
@@ -135,10 +136,12 @@ class BeamSlotEngine(SlotEngine):
                     log_probs = log_probs + bias_after
                 if force_end:
                     log_probs = ops.where(ops.equal(row_positions, length - 1)[:, None], end_only, log_probs)
-                forced_now = ops.repeat(ops.take(forced, i, axis=1), k)
-                ruled_out = ops.logical_and(ops.greater(forced_now, 0)[:, None],
-                                            ops.not_equal(vocab_ids, forced_now[:, None]))
-                log_probs = ops.where(ruled_out, loop_ops.NEG, log_probs)
+                forced_now = ops.repeat(ops.take(forced, i, axis=1), k)  # negative: forced at no cost
+                token_now = ops.abs(forced_now)
+                ruled_out = ops.logical_and(ops.greater(token_now, 0)[:, None],
+                                            ops.not_equal(vocab_ids, token_now[:, None]))
+                log_probs = ops.where(ruled_out, loop_ops.NEG,
+                                      ops.where(ops.less(forced_now, 0)[:, None], 0.0, log_probs))
                 totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
                 top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
                 top_index = ops.cast(top_index, "int32")

@@ -107,7 +107,7 @@ class SlotEngine:
     def _configure(self, sampler):
         self.filters, self.force_end, self.seed = slot_settings(sampler)
 
-    def submit(self, source, prefix=None, uniforms=None, seed=None, on_tokens=None):
+    def submit(self, source, prefix=None, uniforms=None, seed=None, on_tokens=None, first_token=None):
         """Queue one sentence; it enters a free slot at the next `step`. Returns its `SlotRequest`.
 
         Args:
@@ -118,9 +118,11 @@ class SlotEngine:
             seed: sampling only, Python int for the default `uniforms` (`None`: the sampler's seed if it has one,
                 else a fresh seed).
             on_tokens: optional callable `(request, new_tokens)`, called after each step that gave it tokens.
+            first_token: optional int id: the first output token, forced at no cost (beam search scores it 0, as
+                transformers' `forced_bos_token_id`: a multilingual model's target language); not with `prefix`.
         """
         request = checked_request(source, prefix, uniforms, seed, on_tokens, self.max_length, self.source_buckets[-1],
-                                  self.filters is not None, self.seed)
+                                  self.filters is not None, self.seed, first_token)
         self.waiting.append(request)
         return request
 
@@ -276,7 +278,7 @@ class SlotEngine:
                     chosen = loop_ops.first_argmax(logits)
                 else:
                     chosen = sample_token(logits, ops.take(uniforms, i, axis=1), parts.vocab_size, *filters)
-                forced_now = ops.take(forced, i, axis=1)
+                forced_now = ops.abs(ops.take(forced, i, axis=1))  # a negative id: forced at no cost, the same here
                 chosen = ops.where(ops.greater(forced_now, 0), forced_now, ops.cast(chosen, "int32"))
                 if force_end:
                     chosen = ops.where(ops.equal(positions, max_length - 1), end_id, chosen)
@@ -426,11 +428,11 @@ class SlotEngine:
                 finished.append(request)
         return finished
 
-    def run(self, sources, prefixes=None, uniforms=None, arrivals=None):
+    def run(self, sources, prefixes=None, uniforms=None, arrivals=None, first_tokens=None):
         """Decode every source (a row of ids; 0s at the end are padding); the outputs in order, each an int32 array
-        of at most `max_length` tokens (`end_id` last if it ended). `prefixes` and `uniforms`: each source's forced
-        prefix and random numbers (see `submit`); `arrivals`: per source, the step before which it is submitted
-        (default all at once), to decode sentences that join a running batch."""
+        of at most `max_length` tokens (`end_id` last if it ended). `prefixes`, `uniforms` and `first_tokens`: each
+        source's forced prefix, random numbers and first token (see `submit`); `arrivals`: per source, the step
+        before which it is submitted (default all at once), to decode sentences that join a running batch."""
         count = len(sources)
         arrivals = [0] * count if arrivals is None else [int(a) for a in arrivals]
         requests, step = [None] * count, 0
@@ -439,7 +441,8 @@ class SlotEngine:
             while pending and arrivals[pending[0]] <= step:
                 i = pending.popleft()
                 requests[i] = self.submit(sources[i], None if prefixes is None else prefixes[i],
-                                          None if uniforms is None else uniforms[i])
+                                          None if uniforms is None else uniforms[i],
+                                          first_token=None if first_tokens is None else first_tokens[i])
             self.step()
             step += 1
         return [request.tokens for request in requests]

@@ -15,10 +15,11 @@ class SlotRequest:
 
     _ids = itertools.count()
 
-    def __init__(self, source, prefix, uniforms, on_tokens):
+    def __init__(self, source, prefix, uniforms, on_tokens, first_token=None):
         self.id = next(SlotRequest._ids)
         self.source = source
         self.prefix = prefix
+        self.first_token = first_token
         self.uniforms = uniforms
         self.on_tokens = on_tokens
         self.tokens_so_far = []
@@ -27,8 +28,11 @@ class SlotRequest:
         self.cancelled = False
 
     def upcoming(self, position, forced, uniforms):
-        """Write this sentence's forced tokens (its prefix; 0: none) and random numbers for its positions from
-        `position` on into `forced` and `uniforms` (`None` where it does not sample), both `[steps]`."""
+        """Write this sentence's forced tokens (its prefix; 0: none; a first token forced at no cost as its
+        negative id) and random numbers for its positions from `position` on into `forced` and `uniforms` (`None`
+        where it does not sample), both `[steps]`."""
+        if self.first_token is not None and position == 0:
+            forced[0] = -self.first_token
         if self.prefix is not None:
             ahead = self.prefix[position: position + len(forced)]
             forced[: len(ahead)] = ahead
@@ -46,10 +50,11 @@ class SlotRequest:
         return f"SlotRequest(id={self.id}, {len(self.source)} source ids, {len(self.tokens_so_far)} tokens, {state})"
 
 
-def checked_request(source, prefix, uniforms, seed, on_tokens, max_length, longest, samples, default_seed):
+def checked_request(source, prefix, uniforms, seed, on_tokens, max_length, longest, samples, default_seed,
+                    first_token=None):
     """A `SlotRequest` of `SlotEngine.submit`'s arguments, each checked (see there): sources of at most `longest`
     ids; `uniforms` / `seed` only where the engine `samples`, drawn from `seed` (else `default_seed`, else a fresh
-    one) when not given."""
+    one) when not given; a `first_token` or a `prefix`, not both."""
     source = np.asarray(source).astype("int32").reshape(-1)
     nonzero = np.flatnonzero(source)
     source = source[: nonzero[-1] + 1] if nonzero.size else source[:0]
@@ -62,6 +67,12 @@ def checked_request(source, prefix, uniforms, seed, on_tokens, max_length, longe
         prefix = np.asarray(prefix).astype("int32").reshape(-1)
         if prefix.size >= max_length or np.any(prefix <= 0):
             raise ValueError(f"A prefix holds 1 to {max_length - 1} ids, none of them 0; got {prefix.tolist()}.")
+    if first_token is not None:
+        if prefix is not None:
+            raise ValueError("Give a sentence a prefix or a first_token, not both.")
+        first_token = int(first_token)
+        if first_token <= 0 or max_length < 2:
+            raise ValueError(f"first_token is a positive id (and max_length at least 2); got {first_token}.")
     if samples:
         if uniforms is None:
             seed = default_seed if seed is None else seed
@@ -72,7 +83,7 @@ def checked_request(source, prefix, uniforms, seed, on_tokens, max_length, longe
             raise ValueError(f"`uniforms` must hold max_length={max_length} numbers; got {uniforms.size}.")
     elif uniforms is not None or seed is not None:
         raise ValueError("`uniforms` and `seed` are for a sampling engine; this one does not sample.")
-    return SlotRequest(source, prefix, uniforms, on_tokens)
+    return SlotRequest(source, prefix, uniforms, on_tokens, first_token)
 
 
 def slot_settings(sampler):

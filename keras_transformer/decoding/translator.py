@@ -144,6 +144,18 @@ class Translator(BaseTranslator):
         self.max_length = max_length or getattr(decoding, "max_length", None) or self.parts.max_length
         self.jit_compile = keras.backend.backend() != "torch" if jit_compile is None else jit_compile
 
+    @property
+    def languages(self):
+        """A multilingual model's language codes (its tokenizer's); `()` for a one-pair model."""
+        return tuple(self.target_tokenizer.languages) if languages.is_multilingual(self.target_tokenizer) else ()
+
+    @property
+    def default_languages(self):
+        """The `(source, target)` codes a multilingual model translates with when none are given (`None`: none)."""
+        if not self.languages:
+            return None, None
+        return self.source_tokenizer.source_language, self.target_tokenizer.target_language
+
     def decoding_sampler(self, beam_size=None, length_penalty=None):
         """The sampler `translate(beam_size=..., length_penalty=...)` decodes with (see `sampler_for`)."""
         return sampler_for(self.decoding, beam_size, length_penalty)
@@ -223,6 +235,7 @@ class Translator(BaseTranslator):
         hypothesis is what `translate` gives with that beam. A row may have fewer than `n_best` when fewer
         hypotheses end within `max_length`; a blank text gives `[("", 0.0)]`.
         """
+        self._one_pair_only("n-best lists")
         n_best = arguments.check_positive_int("n_best", n_best)
         default_beam = getattr(self.decoding_sampler(), "num_beams", 1)
         sampler = self.decoding_sampler(max(beam_size or default_beam, n_best), length_penalty)
@@ -249,6 +262,7 @@ class Translator(BaseTranslator):
         and `score` (their sum, or their mean when `normalize`). The score of a greedy translation is the greedy
         decoder's own log-probability for it.
         """
+        self._one_pair_only("scoring")
         self._check_single_model("scoring")
         texts, translations = _texts(texts), _texts(translations)
         if len(texts) != len(translations):
@@ -284,6 +298,7 @@ class Translator(BaseTranslator):
         the beam's score). The prefix comes back as the target tokenizer writes its tokens: verbatim for text the
         tokenizer round-trips. A prefix must leave room for one more token (`ValueError` otherwise).
         """
+        self._one_pair_only("target prefixes")
         texts, prefixes = _texts(texts), _texts(prefixes)
         if len(texts) != len(prefixes):
             raise ValueError(f"{len(texts)} texts but {len(prefixes)} prefixes: give one prefix per text ('' for none)")
@@ -314,6 +329,7 @@ class Translator(BaseTranslator):
         `layer_index` (default the last), averaged over the heads, the attention of the step that chose each
         token (as OpenNMT and Marian report alignments). Decoding is `translate`'s.
         """
+        self._one_pair_only("alignments")
         self._check_single_model("alignment")
         sampler = self.decoding_sampler(beam_size, length_penalty)
         texts = _texts(texts)
@@ -347,6 +363,7 @@ class Translator(BaseTranslator):
         space), and the rest at the end. The pieces join to the translation that `translate(beam_size=1)` (or
         the sampler with its seed) gives.
         """
+        self._one_pair_only("streaming")
         sampler = GreedySampler() if sampler is None else get_sampler(sampler)
         if not isinstance(sampler, (GreedySampler, StochasticSampler)):
             raise ValueError(f"streaming decodes greedily or by sampling, not with {type(sampler).__name__}")

@@ -4,7 +4,8 @@
 our sinusoidal or learned position table, scaled embeddings, tied or separate output projection) and writes
 `model.bin` and the vocabularies with CTranslate2's own converter API, plus `tokenizers/` so that text is tokenized and
 detokenized exactly as our translator does. `CTranslate2Translator(out)` translates with it (what
-`keras-transformer translate OUT` uses).
+`keras-transformer translate OUT` uses). A multilingual run (M2M-100, NLLB-200) translates as CTranslate2's guide
+says: the source starts with its language code, and the target language code is each row's `target_prefix`.
 
 CTranslate2 is an optional extra (`pip install -e ".[ctranslate2]"`); this module imports it only when called.
 Rotary position embeddings and activations other than ReLU/GELU/SiLU are not supported (a clear error says so).
@@ -23,6 +24,7 @@ from keras_transformer.decoding import arguments
 from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.languages import check_languages
+from keras_transformer.decoding.languages import row_codes
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
@@ -96,9 +98,8 @@ def model_spec(run):
     from ctranslate2.specs import transformer_spec
 
     config = run.model_config
-    if config.start_logit_from_padding is not None or getattr(run.target_tokenizer, "languages", None):
-        raise ValueError("CTranslate2 export: a multilingual run (M2M-100, NLLB-200) is not exported yet; "
-                         "CTranslate2 converts the original checkpoint itself (ct2-transformers-converter --model ...)")
+    # A decoder that starts from `</s>` (M2M-100, NLLB-200): `[START]` has the `</s>` row, and its logit, which our
+    # model replaces by the padding logit, is suppressed in CTranslate2 as the padding's is.
     if config.use_rotary or config.position == "none":
         raise ValueError("CTranslate2 export: rotary position embeddings are not supported; train with "
                          "position='sinusoidal' or 'learned'")
@@ -218,26 +219,45 @@ class CTranslate2Translator(BaseTranslator):
         self.force_end = bool(marker.get("force_end", False))
         self.beam_size = int(marker.get("beam_size", 1))
         self._target_ids = {token: i for i, token in enumerate(self.target_tokenizer.vocab)}
+        target = self.target_tokenizer
+        self.languages = tuple(target.languages) if getattr(target, "languages", None) else ()
+        if self.languages:
+            self.default_languages = (self.source_tokenizer.source_language, target.target_language)
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
                   source_language=None, target_language=None):
         """Translates a list of sentences; blank ones give '' (see the class for the decoding arguments).
 
-        `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call. An
-        export translates one language pair (`source_language` and `target_language` must be `None`).
+        `verbose` is accepted for the common signature; CTranslate2 translates the whole list in one call. A
+        multilingual export takes `source_language` / `target_language` (one code, or one per text): each source
+        starts with its language's code and each target with its own (CTranslate2's `target_prefix`); any other
+        export translates one language pair (both must be `None`).
         """
-        check_languages(None, None, source_language, target_language)
-        results = self._translate(texts, beam_size, length_penalty, batch_size, max_length)
+        if not self.languages:
+            check_languages(None, None, source_language, target_language)
+            results = self._translate(texts, beam_size, length_penalty, batch_size, max_length)
+            return [self._text(r.hypotheses[0]) if r is not None else "" for r in results]
+        count = len(texts)
+        sources = row_codes(self.languages, source_language, count, self.default_languages[0], "source_language")
+        targets = row_codes(self.languages, target_language, count, self.default_languages[1], "target_language")
+        results = self._translate(texts, beam_size, length_penalty, batch_size, max_length, languages=(
+            sources, targets))
         return [self._text(r.hypotheses[0]) if r is not None else "" for r in results]
 
     def _texts(self, texts):
         return [t if isinstance(t, str) else bytes(t).decode("utf-8", errors="replace") for t in texts]
 
-    def _sources(self, texts):
-        """CTranslate2's source tokens (strings, `[START]` and `[END]` included) of each text."""
-        rows = self.source_tokenizer.tokenize(list(texts)).to_list() if len(texts) else []
-        packed = pack_rows(rows, self.source_tokenizer.source_start_id, self.source_tokenizer.end_id, self.max_length)
-        vocab = self.source_tokenizer.vocab
+    def _sources(self, texts, languages=None):
+        """CTranslate2's source tokens (strings, `[START]` and `[END]` included) of each text; a multilingual model's
+        start with each one's code in `languages`."""
+        tokenizer = self.source_tokenizer
+        rows = tokenizer.tokenize(list(texts)).to_list() if len(texts) else []
+        if languages is not None:
+            starts = [tokenizer.language_id(code) for code in languages]
+            rows = [[start] + row for start, row in zip(starts, rows)]
+        packed = pack_rows(rows, None if languages is not None else tokenizer.source_start_id, tokenizer.end_id,
+                           self.max_length)
+        vocab = tokenizer.vocab
         return [[vocab[i] for i in row if i != 0] for row in packed]
 
     def _targets(self, texts):
@@ -250,8 +270,10 @@ class CTranslate2Translator(BaseTranslator):
         ids = np.array([[self._target_ids[t] for t in tokens] or [0]], dtype="int32")
         return self.target_tokenizer.detokenize(ids).numpy()[0].decode("utf-8", errors="replace")
 
-    def _translate(self, texts, beam_size, length_penalty, batch_size, max_length, prefixes=None, **options):
-        """CTranslate2's `TranslationResult` of each text (`None` for a blank text without a prefix)."""
+    def _translate(self, texts, beam_size, length_penalty, batch_size, max_length, prefixes=None, languages=None,
+                   **options):
+        """CTranslate2's `TranslationResult` of each text (`None` for a blank text without a prefix); `languages`:
+        a multilingual model's `(source codes, target codes)`, one each per text."""
         beam_size = arguments.check_positive_int("beam_size", self.beam_size if beam_size is None else beam_size)
         batch_size = arguments.check_positive_int("batch_size", batch_size)
         if length_penalty is None:
@@ -264,8 +286,13 @@ class CTranslate2Translator(BaseTranslator):
         vocab_out = self.target_tokenizer.vocab
         if prefixes is not None:
             options["target_prefix"] = [prefixes[i] for i in todo]
+        source_codes = None
+        if languages is not None:
+            source_codes = [languages[0][i] for i in todo]
+            target = self.target_tokenizer
+            options["target_prefix"] = [[target.vocab[target.language_id(languages[1][i])]] for i in todo]
         found = self.translator.translate_batch(
-            self._sources([texts[i] for i in todo]), beam_size=beam_size, max_batch_size=batch_size,
+            self._sources([texts[i] for i in todo], source_codes), beam_size=beam_size, max_batch_size=batch_size,
             max_decoding_length=max(1, (max_length or self.max_length) - self.force_end),
             suppress_sequences=[[vocab_out[self.target_tokenizer.pad_id]], [vocab_out[self.target_tokenizer.start_id]]],
             length_penalty=length_penalty if beam_size > 1 else 1.0,
@@ -277,6 +304,7 @@ class CTranslate2Translator(BaseTranslator):
     def translate_n_best(self, texts, n_best, beam_size=None, length_penalty=None, batch_size=32, max_length=None):
         """The `n_best` best translations of each text (`BaseTranslator.translate_n_best`), from CTranslate2's
         `num_hypotheses`; its scores are its own (log-probability over `length ** length_penalty`)."""
+        self._one_pair_only("n-best lists")
         n_best = arguments.check_positive_int("n_best", n_best)
         beam_size = max(self.beam_size if beam_size is None else beam_size, n_best)
         results = self._translate(texts, beam_size, length_penalty, batch_size, max_length, num_hypotheses=n_best,
@@ -286,6 +314,7 @@ class CTranslate2Translator(BaseTranslator):
 
     def score(self, texts, translations, normalize=False, batch_size=32):
         """The log-probability of given translations (`BaseTranslator.score`), from CTranslate2's `score_batch`."""
+        self._one_pair_only("scoring")
         texts, translations = self._texts(texts), self._texts(translations)
         if len(texts) != len(translations):
             raise ValueError(f"{len(texts)} texts but {len(translations)} translations: give one translation per text")
@@ -305,6 +334,7 @@ class CTranslate2Translator(BaseTranslator):
                               max_length=None):
         """Translations forced through target prefixes (`BaseTranslator.translate_with_prefix`), from
         CTranslate2's `target_prefix`."""
+        self._one_pair_only("target prefixes")
         texts, prefixes = self._texts(texts), self._texts(prefixes)
         if len(texts) != len(prefixes):
             raise ValueError(f"{len(texts)} texts but {len(prefixes)} prefixes: give one prefix per text ('' for none)")
@@ -319,6 +349,7 @@ class CTranslate2Translator(BaseTranslator):
     def stream(self, text, max_length=None, sampler=None):
         """The greedy translation of `text` in pieces (`BaseTranslator.stream`), from CTranslate2's
         `generate_tokens`; a piece is yielded once its words can no longer change."""
+        self._one_pair_only("streaming")
         if sampler not in (None, "greedy"):
             raise ValueError("a CTranslate2 model streams greedy decoding only")
         (text,) = self._texts([text])

@@ -127,6 +127,7 @@ class SavedModelTranslator(BaseTranslator):
         self.languages = tuple(c.decode("utf-8") for c in codes.numpy().tolist()) if codes is not None else ()
         self.source_language = (self.module.source_language.numpy().decode("utf-8") or None) if self.languages \
             else None
+        self.default_languages = (self.source_language, None)
 
     def _signature(self, beam_size):
         if beam_size is None:

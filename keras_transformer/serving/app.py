@@ -168,9 +168,10 @@ def create_app(served, settings=None):
         request.state.sentences = len(parsed.rows)
         if not parsed.rows:
             return shape_response(parsed, [])
+        rows = served.with_languages(parsed.rows)  # checked before queueing: a bad code is this request's 400
         runner = engine if engine is not None and parsed.batch_key[0] == ENGINE_SIGNATURE else batcher
         try:
-            future = runner.submit(parsed.batch_key, parsed.rows)
+            future = runner.submit(parsed.batch_key, rows)
         except QueueFull as error:
             return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
                                 headers={"Retry-After": "1"})
@@ -185,10 +186,21 @@ def create_app(served, settings=None):
         return JSONResponse(json_safe(shape_response(parsed, results)))
 
     def _stream(payload, request):
-        if set(payload) - {"text"} or not isinstance(payload.get("text"), str):
-            raise RequestError("a :stream request is {\"text\": \"...\"}: one source sentence")
+        fields = {"text", "source_language", "target_language"} if served.languages else {"text"}
+        if set(payload) - fields or not isinstance(payload.get("text"), str):
+            raise RequestError("a :stream request is {\"text\": \"...\"}: one source sentence" + (
+                ", with optional \"source_language\" and \"target_language\" codes" if served.languages else ""))
         if not served.translator.supports("stream"):
             raise RequestError(f"{type(served.translator).__name__} does not stream; serve a run directory")
+        pair = None
+        if served.languages:
+            if engine is None:
+                raise RequestError("a multilingual model streams with continuous batching (not --batching static)")
+            for name in ("source_language", "target_language"):
+                if payload.get(name) is not None and not isinstance(payload[name], str):
+                    raise RequestError(f"{name} must be a string")
+            _, *pair = served.with_languages([(payload["text"], payload.get("source_language"),
+                                               payload.get("target_language"))])[0]
         if not streams.acquire(blocking=False):
             return JSONResponse({"error": f"{settings.max_streams} streams are running (--max-streams); retry later"},
                                 status_code=429, headers={"Retry-After": "1"})
@@ -201,7 +213,7 @@ def create_app(served, settings=None):
                 streams.release()
 
         try:  # with continuous batching, the sentence decodes in the engine beside the other requests
-            pieces = served.stream(payload["text"]) if engine is None else engine.stream(payload["text"])
+            pieces = served.stream(payload["text"]) if engine is None else engine.stream(payload["text"], pair)
         except QueueFull as error:
             release()
             return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,

@@ -51,10 +51,11 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
 
 
 class _Job:
-    __slots__ = ("texts", "future", "tokens", "pending", "requests", "on_tokens")
+    __slots__ = ("texts", "pairs", "future", "tokens", "pending", "requests", "on_tokens")
 
-    def __init__(self, texts, future, on_tokens=None):
+    def __init__(self, texts, future, on_tokens=None, pairs=None):
         self.texts, self.future, self.on_tokens = texts, future, on_tokens
+        self.pairs = pairs  # a multilingual model's (source, target) codes per text
         self.tokens = [None] * len(texts)
         self.pending = 0
         self.requests = []
@@ -71,6 +72,7 @@ class ContinuousBatcher:
 
     def __init__(self, translator, engine, max_queued=1024):
         self.translator, self.engine, self.max_queued = translator, engine, max_queued
+        self.multilingual = bool(translator.languages)
         self._incoming = collections.deque()
         self._accepted = 0  # sentences accepted and not yet answered
         self._cond = threading.Condition()
@@ -80,21 +82,23 @@ class ContinuousBatcher:
         self._thread.start()
 
     def submit(self, key, items):
-        """Queues `items` (rows whose first field is the text) of `key` (`serving_default` only); returns a
-        `concurrent.futures.Future` of one `{"translation": ...}` per item."""
+        """Queues `items` (rows whose first field is the text; a multilingual model's rows end with their source and
+        target language codes, checked) of `key` (`serving_default` only); returns a `concurrent.futures.Future` of
+        one `{"translation": ...}` per item."""
         if key[0] != ENGINE_SIGNATURE:
             raise ValueError(f"the continuous batcher runs {ENGINE_SIGNATURE} only, not {key[0]}")
-        return self._queue(_Job([row[0] for row in items], concurrent.futures.Future())).future
+        pairs = [tuple(row[-2:]) for row in items] if self.multilingual else None
+        return self._queue(_Job([row[0] for row in items], concurrent.futures.Future(), pairs=pairs)).future
 
-    def stream(self, text):
+    def stream(self, text, pair=None):
         """The translation of `text` in pieces as the engine decides its tokens, decoded beside the other requests
         (`:stream`). Raises `QueueFull` / `ShuttingDown` at once; returns a generator, whose closing (a client that
-        left) frees the sentence's slot."""
+        left) frees the sentence's slot. `pair`: a multilingual model's (source, target) codes, checked."""
         from keras_transformer.decoding.streaming import text_pieces
 
         arrived = queue.SimpleQueue()
         end_id = self.engine.end_id
-        job = self._queue(_Job([text], concurrent.futures.Future(),
+        job = self._queue(_Job([text], concurrent.futures.Future(), pairs=[pair] if self.multilingual else None,
                                on_tokens=lambda request, new: arrived.put([t for t in new if t != end_id])))
         job.future.add_done_callback(lambda future: arrived.put(None))
 
@@ -171,16 +175,25 @@ class ContinuousBatcher:
                     answered.append(job)
             self._answer(answered)
 
-    def _sources(self, texts):
-        """The engine's source rows of the non-blank `texts`: `(indices, rows)`."""
+    def _sources(self, texts, pairs=None):
+        """The engine's source rows of the non-blank `texts`, and each one's first token (a multilingual model's
+        target language, from `pairs`; else `None`): `(indices, rows, first tokens)`."""
         from keras_transformer.data.words import is_blank
+        from keras_transformer.decoding.languages import pack_with_languages
         from keras_transformer.decoding.translator import pad_source_rows
         from keras_transformer.decoding.translator import tokenize_rows
 
-        tokenizer = self.translator.source_tokenizer
+        source, target = self.translator.source_tokenizer, self.translator.target_tokenizer
+        longest = self.translator.parts.max_length
         todo = [i for i, text in enumerate(texts) if not is_blank(text)]
-        rows = tokenize_rows(tokenizer, [texts[i] for i in todo])
-        return todo, (pad_source_rows(rows, tokenizer, self.translator.parts.max_length) if rows else [])
+        rows = tokenize_rows(source, [texts[i] for i in todo])
+        if not rows:
+            return todo, [], []
+        if pairs is None:
+            return todo, pad_source_rows(rows, source, longest), [None] * len(todo)
+        codes = [source.language_id(pairs[i][0]) for i in todo]
+        firsts = [target.language_id(pairs[i][1]) for i in todo]
+        return todo, pack_with_languages(rows, codes, source.end_id, longest), firsts
 
     def _start_all(self, new, jobs):
         """Tokenizes the arriving requests in one call (each alone if that fails: one request's input fails it
@@ -193,16 +206,18 @@ class ContinuousBatcher:
                 waiting.append(job)
         if len(waiting) > 1:
             try:
-                todo, sources = self._sources([text for job in waiting for text in job.texts])
+                pairs = [pair for job in waiting for pair in job.pairs] if self.multilingual else None
+                todo, sources, firsts = self._sources([text for job in waiting for text in job.texts], pairs)
             except Exception:  # noqa: BLE001 - some request's input: each is tokenized alone below
                 pass
             else:
                 owner = [(j, i) for j, job in enumerate(waiting) for i in range(len(job.texts))]
-                tokenized = [([], []) for _ in waiting]  # per job: (indices, source rows)
-                for k, source in zip(todo, sources):
+                tokenized = [([], [], []) for _ in waiting]  # per job: (indices, source rows, first tokens)
+                for k, source, first in zip(todo, sources, firsts):
                     j, i = owner[k]
                     tokenized[j][0].append(i)
                     tokenized[j][1].append(source)
+                    tokenized[j][2].append(first)
                 for job, pair in zip(waiting, tokenized):
                     self._start(job, jobs, pair)
                 return
@@ -212,9 +227,9 @@ class ContinuousBatcher:
     def _start(self, job, jobs, tokenized=None):
         engine = self.engine
         try:
-            todo, sources = self._sources(job.texts) if tokenized is None else tokenized
-            for i, source in zip(todo, sources):
-                request = engine.submit(source, on_tokens=job.on_tokens)
+            todo, sources, firsts = self._sources(job.texts, job.pairs) if tokenized is None else tokenized
+            for i, source, first in zip(todo, sources, firsts):
+                request = engine.submit(source, on_tokens=job.on_tokens, first_token=first)
                 jobs[request] = (job, i)
                 job.requests.append(request)
                 job.pending += 1

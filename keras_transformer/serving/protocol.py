@@ -43,7 +43,9 @@ class Signature:
 
     `inputs` are per-sentence strings (the first is the source text), `options` are request-wide settings (one value
     for every sentence of a request, with the default given), `outputs` the values returned per sentence.
-    `translator_method` is the `BaseTranslator` method that answers it.
+    `translator_method` is the `BaseTranslator` method that answers it. `optional_inputs` are per-sentence strings a
+    request may leave out (a multilingual model's `source_language` and `target_language`, see `with_languages`):
+    a row holds `None` for each one left out.
     """
 
     name: str
@@ -52,14 +54,27 @@ class Signature:
     options: dict
     outputs: tuple
     translator_method: str
+    optional_inputs: tuple = ()
+
+    def with_languages(self):
+        """This signature taking a multilingual model's language codes per sentence (`source_language`,
+        `target_language`, each optional: the server's defaults where left out)."""
+        return dataclasses.replace(self, optional_inputs=LANGUAGE_INPUTS)
+
+    @property
+    def row_inputs(self):
+        """The inputs of a row, in its order: the required ones, then the optional ones."""
+        return self.inputs + self.optional_inputs
 
     def metadata(self):
-        inputs = {t.name: t.metadata(self.name) for t in self.inputs}
+        inputs = {t.name: t.metadata(self.name) for t in self.row_inputs}
         for option, (dtype, _) in self.options.items():
             inputs[option] = Tensor(option, dtype, 0).metadata(self.name)
         return {"inputs": inputs, "outputs": {t.name: t.metadata(self.name) for t in self.outputs},
                 "method_name": "tensorflow/serving/predict"}
 
+
+LANGUAGE_INPUTS = (Tensor("source_language", "DT_STRING", 1), Tensor("target_language", "DT_STRING", 1))
 
 SIGNATURES = {
     s.name: s for s in (
@@ -119,7 +134,8 @@ def parse_predict(payload, supported, max_instances):
 
     Args:
         payload: the request's JSON object.
-        supported: the signature names this server's translator answers.
+        supported: the signatures this server's translator answers: their names, or a dict of name to `Signature`
+            (where they differ from `SIGNATURES`', as a multilingual model's do).
         max_instances: the most sentences one request may hold (413 above it).
     """
     unknown = sorted(set(payload) - {"signature_name", "instances", "inputs"})
@@ -131,7 +147,7 @@ def parse_predict(payload, supported, max_instances):
         raise RequestError("'signature_name' must be a string")
     if name not in supported:
         raise RequestError(f"unknown signature_name {name!r}: this model serves {', '.join(supported)}")
-    signature = SIGNATURES[name]
+    signature = supported[name] if isinstance(supported, dict) else SIGNATURES[name]
     if ("instances" in payload) == ("inputs" in payload):
         raise RequestError("a predict request has exactly one of 'instances' (row format) and 'inputs' (columnar "
                            "format)")
@@ -154,6 +170,7 @@ def _rows(instances, signature, max_instances):
         raise RequestError("'instances' must be a list (one entry per sentence)")
     _check_count(len(instances), max_instances)
     names = [t.name for t in signature.inputs]
+    optional = [t.name for t in signature.optional_inputs]
     rows, options = [], None
     for index, instance in enumerate(instances):
         if isinstance(instance, str) and len(names) == 1:
@@ -163,7 +180,8 @@ def _rows(instances, signature, max_instances):
             raise RequestError(f"instances[{index}] is {_kind(instance)}; signature {signature.name!r} takes "
                                f"{wanted} with {_input_words(signature)}")
         _check_keys(instance, signature, f"instances[{index}]")
-        rows.append(tuple(_string(instance.get(n), f"instances[{index}].{n}") for n in names))
+        rows.append(tuple(_string(instance.get(n), f"instances[{index}].{n}") for n in names) + tuple(
+            None if instance.get(n) is None else _string(instance[n], f"instances[{index}].{n}") for n in optional))
         found = _options(instance, signature, f"instances[{index}]")
         if options is not None and found != options:
             raise RequestError(f"instances[{index}] has other options than instances[0] ({found} vs {options}); the "
@@ -193,11 +211,21 @@ def _columnar(inputs, signature, max_instances):
     if len({len(c) for c in columns}) > 1:
         raise RequestError(f"the inputs {', '.join(names)} have different lengths "
                            f"({', '.join(str(len(c)) for c in columns)})")
+    count = len(columns[0])
+    for tensor in signature.optional_inputs:  # absent: None for every sentence; a string: the same for all
+        column = inputs.get(tensor.name)
+        if column is None or isinstance(column, str):
+            column = [column] * count
+        if not isinstance(column, list) or len(column) != count:
+            raise RequestError(f"inputs.{tensor.name} must be a string (for every sentence) or a list of {count} "
+                               f"strings (one per sentence), got {_kind(column)}"
+                               + (f" of {len(column)}" if isinstance(column, list) else ""))
+        columns.append([None if v is None else _string(v, f"inputs.{tensor.name}[{i}]") for i, v in enumerate(column)])
     return tuple(zip(*columns)), _options(inputs, signature, "inputs")
 
 
 def _check_keys(record, signature, where):
-    known = {t.name for t in signature.inputs} | set(signature.options)
+    known = {t.name for t in signature.row_inputs} | set(signature.options)
     unknown = sorted(set(record) - known)
     if unknown:
         raise RequestError(f"{where} has an unknown input {unknown[0]!r}; signature {signature.name!r} takes "
@@ -238,6 +266,8 @@ def _kind(value):
 
 def _input_words(signature):
     words = " and ".join(repr(t.name) for t in signature.inputs) + " (strings)"
+    if signature.optional_inputs:
+        words += ", optionally " + " and ".join(repr(t.name) for t in signature.optional_inputs)
     if signature.options:
         words += "; options " + ", ".join(f"{n!r} (default {d!r})" for n, (_, d) in signature.options.items())
     return words

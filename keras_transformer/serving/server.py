@@ -22,8 +22,9 @@ def default_model_name(artifact):
     return os.path.splitext(name)[0] if name.endswith(".tflite") else name
 
 
-def load_served_model(artifact, model_name=None, decoding=None, settings=None):
-    """A `ServedModel` of any artifact `keras_transformer.load_translator` takes."""
+def load_served_model(artifact, model_name=None, decoding=None, settings=None, languages=(None, None)):
+    """A `ServedModel` of any artifact `keras_transformer.load_translator` takes; `languages`: a multilingual
+    model's default `(source, target)` codes."""
     from keras_transformer.translators import load_translator
 
     settings = settings or ServerSettings()
@@ -31,7 +32,8 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None):
     if not name or "/" in name or ":" in name:
         raise ValueError(f"model name {name!r}: must be non-empty, without '/' or ':' (--model-name)")
     return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size,
-                       continuous=settings.batching == "continuous", steps_per_call=settings.steps_per_call)
+                       continuous=settings.batching == "continuous", steps_per_call=settings.steps_per_call,
+                       source_language=languages[0], target_language=languages[1])
 
 
 def warm_up_shapes(served, settings):
@@ -64,7 +66,7 @@ def warm_up(served, settings, progress=None):
         return time.perf_counter() - begin
     for done, (size, width) in enumerate(shapes, 1):
         text = " ".join(["a"] * max(1, width - 2))  # about one token per word: `width` with [START] and [END]
-        served.run(("serving_default", ()), [(text,)] * size)
+        served.run(("serving_default", ()), [served.example_row(text)] * size)
         if progress is not None:
             progress(done, len(shapes))
     return time.perf_counter() - begin

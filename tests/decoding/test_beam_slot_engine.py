@@ -67,6 +67,36 @@ def test_prefixes_n_best_and_a_forced_end_equal_the_whole_loop(setting):
         np.testing.assert_array_equal(request.tokens[: prefixes[row].size], prefixes[row])
 
 
+def test_a_first_token_costs_nothing_as_in_the_whole_loop(setting, rule="transformers", alpha=1.0):
+    """A multilingual model's target language: the first token forced at no cost (scores as the whole loop's
+    `first_token`, not a prefix's), a different one per row, rows arriving mid-run."""
+    model, src, end_id = setting
+    src = src[:8]
+    first = np.array([5, 6, 7, 5, 6, 7, 8, 8], "int32")
+    tokens, scores = beam_search_with_parts(
+        TransformerParts.from_model(model), ops.convert_to_tensor(src), MAX_LENGTH, START, end_id, beam_size=3,
+        length_penalty=alpha, length_penalty_rule=rule, first_token=ops.convert_to_tensor(first), num_hypotheses=2)
+    tokens, scores = to_numpy(tokens), to_numpy(scores)
+    _, prefix_scores = beam_search_with_parts(
+        TransformerParts.from_model(model), ops.convert_to_tensor(src), MAX_LENGTH, START, end_id, beam_size=3,
+        length_penalty=alpha, length_penalty_rule=rule, prefix=ops.convert_to_tensor(first[:, None]),
+        num_hypotheses=2)
+    assert np.abs(to_numpy(prefix_scores)[:, 0] - scores[:, 0]).max() > 1e-3  # a prefix would score otherwise
+    engine = BeamSlotEngine(model, MAX_LENGTH, START, end_id, slots=3, sampler=BeamSampler(3, alpha, rule),
+                            source_buckets=(16,), num_hypotheses=2)
+    requests = []
+    for row in range(8):
+        requests.append(engine.submit(src[row], first_token=first[row]))
+        engine.step()
+    while not engine.idle:
+        engine.step()
+    for row, request in enumerate(requests):
+        for n, (hypothesis, score) in enumerate(request.hypotheses):
+            np.testing.assert_array_equal(hypothesis, trimmed(tokens[row, n]), err_msg=f"row {row}, hypothesis {n}")
+            np.testing.assert_allclose(score, scores[row, n], atol=1e-5)
+        assert request.tokens[0] == first[row]
+
+
 def test_warm_up_compiles_everything_and_a_cancelled_sentence_frees_its_group(setting):
     model, src, end_id = setting
     engine = BeamSlotEngine(model, MAX_LENGTH, START, end_id, slots=2, sampler=BeamSampler(2), source_buckets=(16,))

@@ -79,6 +79,14 @@ def test_forced_prefixes_equal_the_whole_loop_prefix(setting):
     for i, tokens in enumerate(engine.run(src, prefixes=prefixes, arrivals=[0, 0, 0, 1, 2, 3, 3, 5])):
         np.testing.assert_array_equal(tokens, _trimmed(expected[i]), err_msg=f"row {i}")
         np.testing.assert_array_equal(tokens[: prefixes[i].size], prefixes[i])
+    # A first token (a multilingual model's target language) decodes greedily as a one-token prefix does.
+    first = [prefix[0] for prefix in prefixes]
+    expected = to_numpy(greedy_search(parts, src, MAX_LENGTH, START, end_id,
+                                      prefix=ops.convert_to_tensor(np.array(first, "int32")[:, None])))
+    for i, tokens in enumerate(engine.run(src, first_tokens=first, arrivals=[0, 1, 1, 2, 2, 3, 4, 4])):
+        np.testing.assert_array_equal(tokens, _trimmed(expected[i]), err_msg=f"first token, row {i}")
+    with pytest.raises(ValueError, match="prefix or a first_token"):
+        engine.submit(src[0], prefix=prefixes[0], first_token=5)
 
 
 def test_warm_up_compiles_everything_and_a_cancelled_row_frees_its_slot(setting):

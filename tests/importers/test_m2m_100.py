@@ -141,9 +141,41 @@ def test_exports_without_the_language_choice_are_refused_before_any_work(importe
     process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved"), "--tflite",
                        str(tmp_path / "nllb.tflite"))
     assert process.returncode == 2 and "BPE SentencePiece tokenizer" in process.stderr, process.stderr
-    process = cli_here(capsys, "export", imported[0], "--ctranslate2", str(tmp_path / "ct2"))
-    assert process.returncode == 2 and "ct2-transformers-converter" in process.stderr, process.stderr
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_the_ctranslate2_export_translates_as_ctranslate2s_own_conversion(checkpoint, imported, tmp_path, capsys):
+    """`export --ctranslate2` of an imported NLLB run: sources start with their language code and each row's target
+    language is its `target_prefix`; greedy translations are transformers', and beam search gives what
+    CTranslate2's own converter of the same checkpoint gives."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+
+    path = str(tmp_path / "ct2")
+    process = cli_here(capsys, "export", imported[0], "--ctranslate2", path)
+    assert process.returncode == 0, process.stderr
+    ours = CTranslate2Translator(path)
+    directory, model, tokenizer = checkpoint
+    texts = sentences(100, seed=7)
+    targets = [("deu_Latn", "fra_Latn", "spa_Latn")[i % 3] for i in range(len(texts))]
+    greedy = ours.translate(texts, beam_size=1, max_length=MAX_NEW, source_language="eng_Latn",
+                            target_language=targets)
+    assert greedy == reference_translations(model, tokenizer, texts, "eng_Latn", targets, 1)
+
+    ctranslate2.converters.TransformersConverter(directory).convert(str(tmp_path / "theirs"))
+    theirs = ctranslate2.Translator(str(tmp_path / "theirs"))
+    tokenizer.src_lang = "eng_Latn"
+    sources = [tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"]) for text in texts]
+    found = theirs.translate_batch(sources, target_prefix=[[code] for code in targets], beam_size=4,
+                                   max_decoding_length=MAX_NEW, min_decoding_length=0, length_penalty=1.0)
+    expected = [tokenizer.decode(tokenizer.convert_tokens_to_ids(r.hypotheses[0]), skip_special_tokens=True)
+                for r in found]
+    assert ours.translate(texts, beam_size=4, length_penalty=1.0, max_length=MAX_NEW, source_language="eng_Latn",
+                          target_language=targets) == expected
+    with pytest.raises(ValueError, match="closest: spa_Latn"):
+        ours.translate(texts[:1], target_language="spa_latn")
+    with pytest.raises(ValueError, match="takes its languages in `translate` only"):
+        ours.translate_n_best(texts[:1], 2)
 
 
 def test_evaluate_and_tune_take_the_languages(checkpoint, imported, tmp_path, capsys):

@@ -211,6 +211,7 @@ class StubModel:
     answers each text upper-cased, and first waits for `gate` (open unless a test clears it)."""
 
     signatures = ["serving_default"]
+    languages = ()  # a one-pair model: rows pass through `with_languages` unchanged
 
     def __init__(self, name="stub"):
         self.name = name
@@ -222,6 +223,9 @@ class StubModel:
     def metadata(self):
         return {"model_spec": {"name": self.name, "signature_name": "", "version": "1"},
                 "metadata": {"signature_def": {"signature_def": {}}}}
+
+    def with_languages(self, rows):
+        return rows
 
     def run(self, key, rows):
         assert key == ("serving_default", ())
