@@ -214,3 +214,24 @@ def test_pretrained_parity_benchmark_compares_logits_and_tokens_with_transformer
                      "--extra-tokens", "0", "--sentences", "8", "--max-new-tokens", "8", tmpdir=tmp_path)
     assert re.search(r"max \|logit difference\| .*: [\d.e+-]+ \(PASS", out), out
     assert "greedy tokens equal: 8/8; beam-4 tokens equal: 8/8" in out, out
+
+
+@pytest.mark.slow
+def test_multilingual_benchmark_imports_exports_and_times_an_nllb_style_model(tmp_path):
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    out = run_script("multilingual.py", "--layers", "1", "--d-model", "32", "--heads", "2", "--ffn", "64", "--vocab",
+                     "400", "--sentences", "3", "--batches", "1", "--max-new-tokens", "6",
+                     "--json", str(tmp_path / "multilingual.json"), tmpdir=tmp_path)
+    assert not list(tmp_path.glob("kt-multilingual-*")), "the checkpoint and exports were left in TMPDIR"
+    assert re.search(r"PASS  logits within 0.0001 of transformers': [\d.e+-]+", out), out
+    assert re.search(r"Import: \d+ s, peak RSS [\d.]+ GiB", out), out
+    assert "greedy: 3/3 translations equal to CTranslate2's own conversion" in out, out
+    for engine in ("ours (SavedModel, XLA)", "transformers (torch)", "CTranslate2 fp32", "CTranslate2 int8"):
+        for decoding in ("greedy", "beam 4"):
+            assert re.search(rf"{re.escape(engine)}\s+\|\s+1\s+\|\s+{decoding}\s+\|\s+[\d.]+\s+\|\s+[\d.]+\s+\|\s+3/3",
+                             out), (engine, decoding, out)
+    assert "vocabulary 400," in out and "refused: a multilingual run" in out
+    results = json.load(open(tmp_path / "multilingual.json"))
+    assert len(results["rows"]) == 8 and results["logits"]["max_difference"] <= 1e-4

@@ -59,15 +59,32 @@ def _write_special_tokens_map(directory, additional, mask):
         json.dump(special, f, indent=2, ensure_ascii=False)
 
 
+def with_filler_pieces(model, count):
+    """A serialized SentencePiece model with `count` filler pieces (`<fillN>`) after its own, scored below all of
+    them: made up to the size of a real vocabulary, they are computed by the model and never reached by BPE's merges
+    (no text has `<`)."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model)
+    low = min(piece.score for piece in proto.pieces) - 1.0
+    normal = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
+    for i in range(count):
+        piece = proto.pieces.add()
+        piece.piece, piece.score, piece.type = f"<fill{i}>", low, normal
+    return proto.SerializeToString()
+
+
 def write_nllb_tokenizer_files(directory, languages=LANGUAGES, source_language=None, target_language=None,
-                               legacy_behaviour=False, vocab_size=300):
+                               legacy_behaviour=False, vocab_size=300, filler_pieces=0):
     """Writes an NLLB-200 checkpoint's tokenizer files into `directory` (made if missing; files there are replaced).
 
     `sentencepiece.bpe.model` (trained here), and what transformers' `NllbTokenizer`, built from it with
     `additional_special_tokens=languages`, saves: `tokenizer.json` (the ids: fairseq's `<s>` 0, `<pad>` 1, `</s>` 2,
     `<unk>` 3, the pieces, then `<mask>` and the language codes as added tokens), `tokenizer_config.json` (with
     `src_lang`, `tgt_lang` and `legacy_behaviour` as given); and `special_tokens_map.json`. `languages=()` writes a
-    vocabulary without language codes.
+    vocabulary without language codes; `filler_pieces` make the vocabulary a real checkpoint's size
+    (`with_filler_pieces`).
 
     Returns:
         transformers' tokenizer read back from `directory` (`AutoTokenizer.from_pretrained`), whose `len()` is the
@@ -77,7 +94,7 @@ def write_nllb_tokenizer_files(directory, languages=LANGUAGES, source_language=N
 
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "sentencepiece.bpe.model"), "wb") as f:
-        f.write(train_bpe(vocab_size))
+        f.write(with_filler_pieces(train_bpe(vocab_size), filler_pieces))
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if os.path.exists(os.path.join(directory, name)):
             os.remove(os.path.join(directory, name))  # built from the model file alone, not from an earlier copy
