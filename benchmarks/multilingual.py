@@ -8,7 +8,7 @@ filler pieces that the model computes and BPE never reaches) goes through what a
   float32 weights;
 - parity: the imported model's logits against transformers' on the same inputs (teacher-forced), max |difference|;
 - export: a SavedModel per decoding (greedy, beam 4), CTranslate2 float32 and int8 (`export --ctranslate2`), with
-  their sizes; TFLite is tried and its refusal reported;
+  their sizes; TFLite with int8 weights (token ids in and out, its tokenizer beside it), its size or its failure;
 - speed: ms per sentence at batch 1 and 8, greedy and beam 4, into three target languages mixed in each batch: our
   SavedModel (raw strings in, `target_language` per row), transformers' `generate(forced_bos_token_id=...)` in torch,
   and CTranslate2 float32 and int8 (the anchor: CTranslate2's own converter of the checkpoint, tokenized with
@@ -31,6 +31,7 @@ Usage:
 """
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -97,18 +98,26 @@ def write_checkpoint(directory, args):
     return checkpoint, model, tokenizer
 
 
-def import_with_rss(checkpoint, run_dir):
-    """Runs `keras-transformer import` in a process of its own; returns `(seconds, peak RSS in bytes)`."""
-    code = ("import resource, sys; from keras_transformer import cli; code = cli.main(['import', sys.argv[1], "
-            "'--output', sys.argv[2]]); print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
-            "sys.exit(code)")
+def in_own_process(call, **kwargs):
+    """Runs `call` (`"module.function"`) with `kwargs` in a Python process of its own, so that its memory is returned
+    when it ends; returns `(seconds, peak RSS in bytes)`."""
+    code = ("import importlib, json, resource, sys; module, name = sys.argv[1].rsplit('.', 1); "
+            "getattr(importlib.import_module(module), name)(**json.loads(sys.argv[2])); "
+            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     begin = time.perf_counter()
-    process = subprocess.run([sys.executable, "-c", code, checkpoint, run_dir], capture_output=True, text=True,
-                             cwd=ROOT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "benchmarks")]))
+    process = subprocess.run([sys.executable, "-W", "ignore", "-c", code, call, json.dumps(kwargs)],
+                             capture_output=True, text=True, cwd=ROOT, env=env)
     if process.returncode != 0:
-        raise SystemExit(f"the import failed:\n{process.stderr[-3000:]}")
-    peak = int(process.stdout.split("PEAK")[-1].split()[0]) * 1024
-    return time.perf_counter() - begin, peak
+        raise RuntimeError(f"{call} failed:\n{process.stderr[-3000:]}")
+    return time.perf_counter() - begin, int(process.stdout.split("PEAK")[-1].split()[0]) * 1024
+
+
+def convert_with_ctranslate2(checkpoint, output_dir):
+    """CTranslate2's own converter of a Hugging Face checkpoint (run by `in_own_process`)."""
+    import ctranslate2
+
+    ctranslate2.converters.TransformersConverter(checkpoint).convert(output_dir)
 
 
 def logits_difference(run, model, tokenizer, texts):
@@ -144,25 +153,23 @@ def size_of(path):
 
 def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
     """`{engine: translate(texts, beam) -> (translations, None)}` (each row's target language from
-    `state["targets"]`, set per call), the artifacts' sizes in bytes, `state`, and the `CTranslate2Translator` of
-    our CTranslate2 export."""
+    `state["targets"]`, set per call), the artifacts' sizes in bytes, `state`, and the directory of our
+    CTranslate2 export (float32)."""
     import ctranslate2
     import sentencepiece
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel uses)
     import torch
 
-    from keras_transformer import export_run
-    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
-    from keras_transformer.export.ctranslate2_model import export_ctranslate2
 
     sizes, engines, state = {}, {}, {"targets": None}
     signatures = {}
     for beam, name in DECODINGS:
         path = os.path.join(work, f"saved_model_{name.replace(' ', '')}")
         print(f"  SavedModel, {name} ...", flush=True)
-        export_run(run_dir, saved_model=path, max_length=args.max_new_tokens, beam_size=beam, length_penalty=1.0,
-                   length_penalty_rule="transformers", force_end=False, verbose=0)
+        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=path,
+                       max_length=args.max_new_tokens, beam_size=beam, length_penalty=1.0,
+                       length_penalty_rule="transformers", force_end=False, verbose=0)
         sizes[f"SavedModel ({name})"] = size_of(path)
         signatures[beam] = tf.saved_model.load(path).signatures["serving_default"]
 
@@ -187,12 +194,14 @@ def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
     for quantization in (None, "int8"):  # our export: its sizes, and its translations checked against the anchor's
         path = os.path.join(work, f"ct2_{quantization or 'float32'}")
         print(f"  CTranslate2 {quantization or 'float32'} (export --ctranslate2) ...", flush=True)
-        export_ctranslate2(run_dir, path, quantization=quantization)
+        in_own_process("keras_transformer.export.ctranslate2_model.export_ctranslate2", run=run_dir, path=path,
+                       quantization=quantization)
         sizes[f"CTranslate2 {quantization or 'float32'} (ours)"] = size_of(path)
-    exported = CTranslate2Translator(os.path.join(work, "ct2_float32"), intra_threads=args.threads)
+    exported = os.path.join(work, "ct2_float32")
     # The anchor: CTranslate2's own conversion of the checkpoint, tokenized with sentencepiece as its guide does.
     print("  CTranslate2's own converter ...", flush=True)
-    path = ctranslate2.converters.TransformersConverter(checkpoint).convert(os.path.join(work, "ct2_theirs"))
+    path = os.path.join(work, "ct2_theirs")
+    in_own_process("multilingual.convert_with_ctranslate2", checkpoint=checkpoint, output_dir=path)
     pieces = sentencepiece.SentencePieceProcessor(model_file=os.path.join(checkpoint, "sentencepiece.bpe.model"))
     special = set(LANGUAGES) | {"</s>", "<s>", "<pad>", "<unk>"}
     for compute_type, engine in (("float32", "ct2"), ("int8", "ct2_int8")):
@@ -208,11 +217,13 @@ def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
 
         engines[engine] = ct2
     try:
-        export_run(run_dir, saved_model=os.path.join(work, "saved_model_tflite"), tflite=os.path.join(
-            work, "nllb.tflite"), tflite_quantize="dynamic_range", verbose=0)
+        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=os.path.join(
+            work, "saved_model_tflite"), tflite=os.path.join(work, "nllb.tflite"), tflite_quantize="dynamic_range",
+            max_length=args.max_new_tokens, verbose=0)
         sizes["TFLite (int8 weights)"] = size_of(os.path.join(work, "nllb.tflite"))
-    except ValueError as error:
-        sizes["TFLite (int8 weights)"] = "refused: " + str(error).splitlines()[0].split(": ", 1)[-1]
+    except RuntimeError as error:
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        sizes["TFLite (int8 weights)"] = "failed: " + (lines[-1].split(": ", 1)[-1] if lines else "?")
     return engines, sizes, state, exported
 
 
@@ -233,12 +244,14 @@ def main(argv=None):
         weights = sum(p.numel() for p in model.parameters()) * 4
         print("Importing it (keras-transformer import, its own process) ...", flush=True)
         run_dir = os.path.join(work, "run")
-        seconds, peak = import_with_rss(checkpoint, run_dir)
+        seconds, peak = in_own_process("keras_transformer.import_checkpoint", source=checkpoint, output_dir=run_dir,
+                                       verbose=0)
         results["import"] = {"seconds": seconds, "peak_rss": peak, "weights": weights, "ratio": peak / weights}
         run = load_run(run_dir)
         difference, largest = logits_difference(run, model, tokenizer, texts[:4])
         results["logits"] = {"max_difference": difference, "largest_logit": largest}
         del run
+        gc.collect()
         print("Exporting it ...", flush=True)
         engines, sizes, state, exported = make_engines(run_dir, checkpoint, model, tokenizer, work, args)
         sizes["checkpoint (model.safetensors)"] = size_of(os.path.join(checkpoint, "model.safetensors"))
@@ -272,8 +285,13 @@ def main(argv=None):
         results["load"].append(os.getloadavg()[0])
         state["targets"] = [TARGETS[i % 3] for i in range(len(texts))]
         anchor = engines["ct2"](texts, 1)[0]
-        ours_ct2 = exported.translate(texts, beam_size=1, max_length=args.max_new_tokens, source_language="eng_Latn",
-                                      target_language=state["targets"])
+        engines.clear()  # their memory, before our CTranslate2 export loads
+        gc.collect()
+        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+
+        ours_ct2 = CTranslate2Translator(exported, intra_threads=args.threads).translate(
+            texts, beam_size=1, max_length=args.max_new_tokens, source_language="eng_Latn",
+            target_language=state["targets"])
         results["ctranslate2_export_agrees"] = sum(a == b for a, b in zip(ours_ct2, anchor))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -309,7 +327,7 @@ def main(argv=None):
                           "measured": f"{ratio:.2f}x CTranslate2's time"})
     tflite = sizes["TFLite (int8 weights)"]
     goals.append({"goal": "int8 TFLite within 1.5x of CTranslate2 int8", "passed": False,
-                  "measured": tflite if isinstance(tflite, str) else "not timed"})
+                  "measured": tflite if isinstance(tflite, str) else f"{tflite / 2**20:.1f} MiB written, not timed"})
     print()
     for goal in goals:
         print(f"  {'PASS' if goal['passed'] else 'FAIL'}  {goal['goal']}: {goal['measured']}")

@@ -7,6 +7,7 @@ from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
 from keras_transformer.export.saved_model import directory_size
 from keras_transformer.export.saved_model import export_saved_model
+from keras_transformer.export.tflite import check_tflite_size
 from keras_transformer.export.tflite import export_tflite
 from keras_transformer.export.translator_module import TranslatorModule
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
@@ -93,9 +94,9 @@ def export_run(
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))
     run = load_run_or_ensemble(run_dir)
-    if tflite and getattr(run.target_tokenizer, "languages", None):
-        raise ValueError(f"{tflite}: a multilingual run (M2M-100, NLLB-200) has a BPE SentencePiece tokenizer, which "
-                         "TFLite's one SentencePiece op cannot run; export the SavedModel alone")
+    if tflite:  # before any work: a TFLite file cannot hold 2 GiB
+        models = [member.model for member in run.members] if hasattr(run, "members") else [run.model]
+        check_tflite_size(4 * sum(model.count_params() for model in models), tflite_quantize, tflite)
     if beam_size is None:
         beam_size = run.decoding.beam_size if run.decoding is not None else 1
     if length_penalty is None:

@@ -23,6 +23,7 @@ How the graph was made convertible:
   the loop's caches have the static `max_length`.
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -140,6 +141,54 @@ def freeze_signature(function, input_name="text", output_name="translation"):
 
 
 QUANTIZATIONS = (None, "float16", "dynamic_range")
+SOURCE_FILE = "tflite_inputs.json"  # beside the tokenizer: how long a source the file takes
+FLATBUFFER_LIMIT = 2**31  # bytes: a TFLite file is one flatbuffer, which cannot reach 2 GiB
+
+
+def tokenizer_path(path):
+    """The tokenizer directory written beside a multilingual TFLite file: `nllb.tflite` -> `nllb.tokenizer`."""
+    path = os.fspath(path)
+    return (path[: -len(".tflite")] if path.endswith(".tflite") else path) + ".tokenizer"
+
+
+def check_tflite_size(weight_bytes, quantize, path):
+    """Refuses, in one line and before any work, float32 weights that a TFLite file cannot hold."""
+    if quantize is None and weight_bytes >= FLATBUFFER_LIMIT:
+        raise ValueError(f"{path}: {weight_bytes / 2**30:.2f} GiB of float32 weights exceed TFLite's 2 GiB flatbuffer "
+                         "limit; quantize them (--tflite-quantize dynamic_range: int8, about a quarter; float16: half)")
+
+
+def ids_function(module):
+    """A multilingual export's TFLite signature (its BPE tokenizer runs beside the file, not in it): a new
+    `tf.function` `(source_ids int32 [B, S], target_language_ids int32 [B]) -> {"token_ids": int32 [B, L]}` with
+    the module's decoding; sources are `[language] X </s>` in the tokenizer's ids, 0-padded, and each row's target
+    language id is its first token (forced at no cost), as in the SavedModel."""
+    def decode(source_ids, target_language_ids):
+        tokens, _ = module.decode_ids(source_ids, module._beam_size, with_scores=False,
+                                      first_token=target_language_ids)
+        return {"token_ids": tf.cast(tokens, tf.int32)}
+
+    return tf.function(decode, input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids"),
+                                                tf.TensorSpec([None], tf.int32, name="target_language_ids")])
+
+
+def _freeze(function):
+    """A `tf.Module` whose `serving` runs `function` (any named inputs, a dict of outputs) with its variables as
+    constants."""
+    from tensorflow.python.framework import convert_to_constants
+
+    concrete = function.get_concrete_function()
+    frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
+    specs = [tf.TensorSpec(spec.shape, spec.dtype, name=spec.name) for spec in concrete.structured_input_signature[0]]
+    names = sorted(concrete.structured_outputs)  # tf.nest flattens a dict in key order
+    module = tf.Module()
+
+    @tf.function(input_signature=specs)
+    def serving(*inputs):
+        return dict(zip(names, tf.nest.flatten(frozen(*inputs))))
+
+    module.serving = serving
+    return module
 
 
 def export_tflite(translator, path, quantize=None, verbose=0):
@@ -149,6 +198,11 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     (`tf.string [batch]`), with the translator's decoding (`beam_size`, `max_length`). Run it with
     `InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)` (see
     `TFLiteTranslator`).
+
+    A multilingual module (M2M-100, NLLB-200) has a BPE SentencePiece tokenizer, which no TFLite op runs
+    (tensorflow-text's `FastSentencepieceTokenizer` segments BPE models as unigram ones): its file takes and returns
+    token ids (`ids_function`), and its tokenizer is written beside it (`tokenizer_path`), where
+    `TFLiteTranslator` finds it. Weights of 2 GiB or more must be quantized (`check_tflite_size`).
 
     Args:
         translator: a `keras_transformer.export.TranslatorModule`.
@@ -177,7 +231,10 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"`quantize` must be one of {QUANTIZATIONS}; got {quantize!r}")
     start = time.time()
-    frozen = freeze_signature(translator.serving_function(jit_compile=False))
+    tokenizer = translator.target_tokenizer
+    multilingual = bool(getattr(tokenizer, "languages", None))
+    frozen = _freeze(ids_function(translator)) if multilingual else freeze_signature(
+        translator.serving_function(jit_compile=False))
     workdir = tempfile.mkdtemp(prefix="keras_transformer_tflite_")
     try:
         # Inference only: gradient functions are not saved (SiLU's custom gradient captures a constant that a
@@ -197,6 +254,12 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     check_tflite_ops(content)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    if multilingual:  # the tokenizer first: a file beside no tokenizer would be unusable
+        with atomic_path(tokenizer_path(path)) as temporary:
+            tokenizer.save(temporary)
+            with open(os.path.join(temporary, SOURCE_FILE), "w", encoding="utf-8") as f:
+                json.dump({"source_max_length": translator._source_max_length,
+                           "max_length": translator._max_length}, f)
     with atomic_path(path) as temporary, open(temporary, "wb") as f:
         f.write(content)
     if verbose:
@@ -239,6 +302,17 @@ class TFLiteTranslator(BaseTranslator):
                 **kwargs,
             )
         self.runner = self.interpreter.get_signature_runner("serving_default")
+        self.tokenizer = None
+        if "source_ids" in self.runner.get_input_details():  # a multilingual file: its tokenizer is beside it
+            from keras_transformer.data.tokenizers import load_tokenizer
+
+            if self.path is None:
+                raise ValueError("a multilingual TFLite model is read from its file, beside which its tokenizer is")
+            self.tokenizer = load_tokenizer(tokenizer_path(self.path))
+            with open(os.path.join(tokenizer_path(self.path), SOURCE_FILE), encoding="utf-8") as f:
+                self.source_max_length = int(json.load(f)["source_max_length"])
+            self.languages = tuple(self.tokenizer.languages)
+            self.default_languages = (self.tokenizer.source_language, self.tokenizer.target_language)
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
                   source_language=None, target_language=None):
@@ -251,20 +325,49 @@ class TFLiteTranslator(BaseTranslator):
             batch_size: sentences per interpreter call (sorted by length first).
             max_length: `None` (as exported; any other value is a `ValueError`).
             verbose: 0 quiet, 1 a progress bar.
-            source_language: `None` (a TFLite model translates one language pair).
-            target_language: `None`.
+            source_language: a multilingual model's source language code, one or one per text (`None`: its
+                default); `None` for a one-pair model.
+            target_language: its target language code(s), the same way (required where it has no default).
 
         Returns:
             The translations (empty or whitespace-only inputs give `""`).
         """
-        check_languages(None, None, source_language, target_language)
         path = self.path or "the TFLite model"
         check_fixed_setting(path, "beam_size", beam_size, None, "--beam-size")
         check_fixed_setting(path, "length_penalty", length_penalty, None, "--length-penalty")
         check_fixed_setting(path, "max_length", max_length, None, "--max-length")
+        if self.tokenizer is not None:
+            return self._translate_ids(texts, batch_size, verbose, source_language, target_language)
+        check_languages(None, None, source_language, target_language)
 
         def translate_batch(batch):
             result = self.runner(text=np.array(batch, dtype=object))["translation"]
             return [text.decode("utf-8", errors="replace") for text in result]
 
         return translate_in_batches(texts, batch_size, verbose, translate_batch)
+
+    def _translate_ids(self, texts, batch_size, verbose, source_language, target_language):
+        """`translate` of a multilingual file: tokenized here, token ids through the interpreter."""
+        from keras_transformer.data.words import is_blank
+        from keras_transformer.decoding.languages import pack_with_languages
+        from keras_transformer.decoding.languages import row_codes
+
+        tokenizer = self.tokenizer
+        sources = row_codes(self.languages, source_language, len(texts), self.default_languages[0], "source_language")
+        targets = row_codes(self.languages, target_language, len(texts), self.default_languages[1], "target_language")
+
+        def translate_batch(batch, source, target):
+            todo = [i for i, text in enumerate(batch) if not is_blank(text.decode("utf-8", errors="replace"))]
+            outputs = [""] * len(batch)
+            if not todo:
+                return outputs
+            rows = tokenizer.tokenize([batch[i] for i in todo]).to_list()
+            ids = pack_with_languages(rows, [tokenizer.language_id(source[i]) for i in todo], tokenizer.end_id,
+                                      self.source_max_length)
+            first = np.array([tokenizer.language_id(target[i]) for i in todo], "int32")
+            tokens = self.runner(source_ids=ids.astype("int32"), target_language_ids=first)["token_ids"]
+            for i, text in zip(todo, tokenizer.detokenize(tokens).numpy()):
+                outputs[i] = text.decode("utf-8", errors="replace")
+            return outputs
+
+        return translate_in_batches(texts, batch_size, verbose, translate_batch, columns=(sources, targets))

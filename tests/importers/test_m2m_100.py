@@ -137,11 +137,36 @@ def test_one_saved_model_translates_into_any_language_as_the_python_translator(i
     assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
 
 
-def test_exports_without_the_language_choice_are_refused_before_any_work(imported, tmp_path, capsys):
-    process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved"), "--tflite",
-                       str(tmp_path / "nllb.tflite"))
-    assert process.returncode == 2 and "BPE SentencePiece tokenizer" in process.stderr, process.stderr
-    assert sorted(os.listdir(tmp_path)) == []
+def test_the_tflite_file_takes_ids_and_translates_into_any_language_beside_its_tokenizer(imported, tmp_path, capsys,
+                                                                                         monkeypatch):
+    """NLLB's BPE tokenizer has no TFLite op: the file takes and returns token ids, its tokenizer is written beside
+    it, and `TFLiteTranslator` (what `translate` loads) gives the Python translator's translations."""
+    from keras_transformer.export.tflite import TFLiteTranslator
+    from keras_transformer.export.tflite import tflite_op_names
+    from keras_transformer.translators import load_translator
+
+    path = tmp_path / "nllb.tflite"
+    process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved"), "--tflite", str(path),
+                       "--beam-size", "1", "--max-length", str(MAX_NEW))
+    assert process.returncode == 0, process.stderr
+    assert (tmp_path / "nllb.tokenizer").is_dir()
+    assert not [op for op in tflite_op_names(path.read_bytes()) if "Sentencepiece" in op]
+    tflite, python = TFLiteTranslator(str(path)), load_translator(imported[0])
+    texts = sentences(100, seed=8)
+    outputs = {}
+    for target in ("deu_Latn", "fra_Latn"):
+        outputs[target] = tflite.translate(texts + [""], source_language="spa_Latn", target_language=target)
+        assert outputs[target] == python.translate(texts + [""], source_language="spa_Latn", target_language=target,
+                                                   beam_size=1, max_length=MAX_NEW)
+    assert outputs["deu_Latn"] != outputs["fra_Latn"]
+    with pytest.raises(ValueError, match="closest: fra_Latn"):
+        tflite.translate(texts[:1], target_language="fra_latn")
+    # Weights a flatbuffer cannot hold are refused before any work, naming the way out.
+    monkeypatch.setattr("keras_transformer.export.tflite.FLATBUFFER_LIMIT", 1000)
+    process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved2"), "--tflite",
+                       str(tmp_path / "big.tflite"))
+    assert process.returncode == 2 and "--tflite-quantize dynamic_range" in process.stderr, process.stderr
+    assert not (tmp_path / "saved2").exists() and not (tmp_path / "big.tflite").exists()
 
 
 def test_the_ctranslate2_export_translates_as_ctranslate2s_own_conversion(checkpoint, imported, tmp_path, capsys):
