@@ -449,3 +449,32 @@ def test_fast_engine_converts_to_tflite(marian_files):
         width = expected["ids"].shape[1]
         assert out["ids"][:, :width].tolist() == expected["ids"].numpy().tolist()
         assert not out["ids"][:, width:].any()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_tokenizer_and_its_saved_model_outlive_a_new_random_seed(marian_files, tmp_path, engine):
+    # TensorFlow clears its eager caches on a new seed; a model resource owned by a cached kernel would go with them
+    # (tensorflow-text's own: "Resource ... does not exist"), and `train` sets the seed after loading a fine-tune's
+    # starting run.
+    import gc
+
+    import keras
+
+    def make():
+        return SentencePieceTokenizer.from_marian(marian_files / "target.spm", marian_files / "vocab.json",
+                                                  engine=engine)
+
+    tokenizer, twin = make(), make()  # the same model: they may share it
+    module = _Echo(tokenizer)
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures={"serving_default": module.serve})
+    loaded = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"]
+    texts = tf.constant(FIXED_SENTENCES)
+    ids = tokenizer.tokenize(texts).to_tensor().numpy().tolist()
+    text = _decode(tokenizer.detokenize(tokenizer.tokenize(texts)))
+    del twin
+    gc.collect()
+    keras.utils.set_random_seed(1)
+    tf.random.set_seed(2)
+    assert tokenizer.tokenize(texts).to_tensor().numpy().tolist() == ids
+    assert _decode(tokenizer.detokenize(tokenizer.tokenize(texts))) == text
+    assert loaded(text=texts)["ids"].numpy().tolist() == ids
