@@ -39,14 +39,12 @@ What differs from `transformers`' `MarianTokenizer` (a few rare inputs, each che
 docs/pretrained.md.
 """
 
-import hashlib
 import json
 import os
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
 from keras_transformer.data.marian_vocabulary import permute_vocabulary
 from keras_transformer.data.marian_vocabulary import read_json
@@ -57,6 +55,7 @@ from keras_transformer.data.sentencepiece_model import UNKNOWN
 from keras_transformer.data.sentencepiece_model import detokenization_tables
 from keras_transformer.data.sentencepiece_model import read_model
 from keras_transformer.data.sentencepiece_model import reasons_against_fast
+from keras_transformer.data.sentencepiece_resource import standard_sentencepiece_tokenizer
 from keras_transformer.data.tokenizer_base import Tokenizer
 
 _CONFIG_FILE = "tokenizer.json"
@@ -165,8 +164,8 @@ class SentencePieceTokenizer(Tokenizer):
         else:
             # The model resource is named after the node that makes it: in a SavedModel two tokenizers with the
             # same node name share one model. Named after the model's bytes, only equal models share.
-            self._sp = _standard_tokenizer(self._model_proto)
-            self._detokenizer = _standard_tokenizer(detok_proto)
+            self._sp = standard_sentencepiece_tokenizer(self._model_proto)
+            self._detokenizer = standard_sentencepiece_tokenizer(detok_proto)
 
     def _detokenization_tables(self, pieces, types):
         """What `detokenize` needs (see `detokenization_tables`); a subclass may drop more tokens or add pieces."""
@@ -421,37 +420,6 @@ class SentencePieceTokenizer(Tokenizer):
 
 # --------------------------------------------------------------------------------------------------------------
 # Helpers.
-
-
-def _resource_name(model_proto):
-    return f"sentencepiece_{hashlib.sha1(model_proto).hexdigest()[:16]}"
-
-
-class _SharedModel(tf.saved_model.experimental.TrackableResource):
-    """A SentencePiece model kept in TensorFlow's resource manager under a name of its own (`_resource_name`).
-
-    `tensorflow_text.SentencepieceTokenizer`'s model belongs to the eager kernel that made it, and TensorFlow drops
-    that kernel whenever it clears its caches (`tf.random.set_seed`, `keras.utils.set_random_seed`): a tokenizer
-    made before then fails with "Resource ... does not exist". A shared name keeps the model until the process ends;
-    tokenizers of the same model bytes share it (in a SavedModel too).
-    """
-
-    def __init__(self, model_proto):
-        super().__init__()
-        self._model_proto = model_proto
-        _ = self.resource_handle  # made now
-
-    def _create_resource(self):
-        name = _resource_name(self._model_proto)
-        with tf.name_scope(name):
-            return gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model_proto, shared_name=name)
-
-
-def _standard_tokenizer(model_proto):
-    """`tensorflow_text.SentencepieceTokenizer` of `model_proto` (int32 ids) on a `_SharedModel`."""
-    tokenizer = tf_text.SentencepieceTokenizer(model_proto, out_type=tf.int32, name=_resource_name(model_proto))
-    tokenizer._model_resource = _SharedModel(model_proto)  # its tokenize/detokenize ops read this resource
-    return tokenizer
 
 
 def _is_language_code(token):

@@ -102,16 +102,6 @@ def hf_tokenizer(marian_files):
 _TOKENIZERS = {}
 
 
-@pytest.fixture(autouse=True)
-def _forget_standard_tokenizers():
-    """tests/conftest.py calls `keras.backend.clear_session()` after each test, which clears TensorFlow's kernel cache
-    and with it the model that `tensorflow_text.SentencepieceTokenizer` keeps there: standard-engine tokenizers are
-    built again in each test."""
-    yield
-    for key in [key for key in _TOKENIZERS if key[2] == "standard"]:
-        del _TOKENIZERS[key]
-
-
 def _tokenizer(files, side, engine):
     """One tokenizer per (side, engine), with its tokenize/detokenize traced once (eager ops are slow)."""
     key = (str(files), side, engine)
