@@ -164,10 +164,14 @@ TRAINING_RULES = {
     "vocab_sample": _int(1),
     "shuffle_buffer": _int(1),
     "init_from": _Rule("str", optional=True),  # the run a fine-tune starts from (checked as a directory elsewhere)
+    # The language pair of a fine-tune from a multilingual run (checked against its codes elsewhere).
+    "source_language": _Rule("str", optional=True),
+    "target_language": _Rule("str", optional=True),
 }
 
 # Settings the command line has no flag for are still named the same way in messages.
 CLI_FLAGS = {name: "--" + name.replace("_", "-") for name in list(MODEL_RULES) + list(TRAINING_RULES)}
+CLI_FLAGS.update(source_language="--source-lang", target_language="--target-lang")
 
 
 def _label(name):

@@ -70,6 +70,8 @@ def collect_settings(args):
     if getattr(args, "config", None):
         settings.update({k.replace("-", "_"): v for k, v in load_settings_file(args.config).items()})
     settings.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
+    settings.update({f"{side}_language": getattr(args, f"{side}_lang") for side in ("source", "target")
+                     if getattr(args, f"{side}_lang", None) is not None})
     if getattr(args, "no_max_minutes", False):
         if args.max_minutes is not None:
             raise ValueError(f"--max-minutes {args.max_minutes:g} and --no-max-minutes contradict each other: "
@@ -82,6 +84,10 @@ def collect_settings(args):
         from keras_transformer.runs.directory import init_from_settings
 
         init_from_settings(args.init_from, args.output, model, training)  # DIR and the flags that contradict it
+    else:
+        from keras_transformer.runs.directory import refuse_language_pair
+
+        refuse_language_pair(training)
     return settings
 
 
@@ -127,9 +133,17 @@ def length_penalty(text):
     return value
 
 
-def add_language_flags(p, requests=False):
+def add_language_flags(p, requests=False, fine_tune=False):
     """`--source-lang` / `--target-lang`: a multilingual model's languages (`requests`: the server's defaults for
-    requests that give none)."""
+    requests that give none; `fine_tune`: the corpus' pair, for `train --init-from`)."""
+    if fine_tune:
+        p.add_argument("--source-lang", metavar="CODE", default=None,
+                       help="fine-tuning a multilingual run (--init-from; NLLB-200, M2M-100): the language of --src, "
+                            "as its checkpoint names it (NLLB-200: deu_Latn; M2M-100: de); default the run's")
+        p.add_argument("--target-lang", metavar="CODE", default=None,
+                       help="fine-tuning a multilingual run: the language of --tgt, which the fine-tuned run then "
+                            "translates into by default; required where the run has no default")
+        return
     scope = "the default for requests that give none; " if requests else ""
     p.add_argument("--source-lang", metavar="CODE", default=None,
                    help="a multilingual model's source language, as its checkpoint names it (NLLB-200: deu_Latn; "

@@ -2,6 +2,7 @@
 
 import sys
 
+from keras_transformer.cli.settings import add_language_flags
 from keras_transformer.cli.settings import add_settings_flags
 
 
@@ -61,6 +62,7 @@ def register(sub, common):
                         "from DIR's). Unless given: --warmup-steps 400 and an --lr-scale that puts the peak "
                         "learning rate at 1e-4, then the inverse-square-root decay (--decay cosine: to zero at the "
                         "end). DIR must stay until the fine-tune has finished (a resume checks it again)")
+    add_language_flags(p, fine_tune=True)
     add_settings_flags(p)
     group = p.add_argument_group("scale out (docs/scaling.md)")
     group.add_argument("--distribute", metavar="{mirrored,multi-host}", default=None,

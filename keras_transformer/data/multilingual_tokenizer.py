@@ -254,6 +254,23 @@ class MultilingualTokenizer(SentencePieceTokenizer):
         other._source_language = str(code)
         return other
 
+    def with_target_language(self, code):
+        """This tokenizer with another default target language (also its `target_prefix_ids`: training targets are
+        `[target language] Y </s>`, as transformers' `text_target` lays them out); both share their tables.
+
+        Raises:
+            ValueError: an unknown code, naming the closest valid codes.
+        """
+        self._check_code(code)
+        other = copy.copy(self)
+        other._target_language = str(code)
+        return other
+
+    @property
+    def target_prefix_ids(self):
+        """`(language_id(target_language),)` where there is a default target language, else `()`."""
+        return () if self._target_language is None else (self.language_id(self._target_language),)
+
     def _check_code(self, code):
         if code in self._languages:
             return

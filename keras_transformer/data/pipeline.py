@@ -120,13 +120,17 @@ def _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_ba
     """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows, truncated to `max_length`."""
     start_src, end_src = source_tokenizer.source_start_id, source_tokenizer.end_id
     start_tgt, end_tgt = target_tokenizer.start_id, target_tokenizer.end_id
+    prefix = list(target_tokenizer.target_prefix_ids)  # a multilingual target: its language code first
 
     def encode(sources, targets):
-        target_ids = target_tokenizer.tokenize(targets)[:, : max_length - 1]
         rows = tf.shape(sources)[0]
 
         def column(value):
             return tf.fill([rows, 1], tf.constant(value, tf.int32))
+
+        target_ids = target_tokenizer.tokenize(targets)[:, : max_length - 1 - len(prefix)]
+        if prefix:
+            target_ids = tf.concat([tf.tile(tf.constant([prefix], tf.int32), [rows, 1]), target_ids], axis=1)
 
         # The one source packer (also the translator's and the exported graph's), back to ragged rows.
         packed, _ = pack_sources(source_tokenizer.tokenize(sources), start_src, end_src, max_length)

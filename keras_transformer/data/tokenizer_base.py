@@ -47,6 +47,12 @@ class Tokenizer(tf.Module):
         """The id that starts a packed source sequence, or `None` for tokenizers whose sources have no start."""
         return self.start_id
 
+    @property
+    def target_prefix_ids(self):
+        """Ids a training target starts with, after `[START]` in the decoder's input and first in the labels (a
+        multilingual tokenizer's target language code); empty for the others."""
+        return ()
+
     def token_to_id(self, token):
         """The id of `token`, or `unk_id` when it is not in the vocabulary."""
         if getattr(self, "_index", None) is None:

@@ -45,6 +45,8 @@ class TrainingConfig:
     vocab_sample: int = 200_000
     shuffle_buffer: int = 100_000
     init_from: str | None = None  # the run a fine-tune started from (absolute path; `train(init_from=...)`)
+    source_language: str | None = None  # a fine-tune of a multilingual run: the language pair it learns
+    target_language: str | None = None
 
     def __post_init__(self):
         check_training(dataclasses.asdict(self))

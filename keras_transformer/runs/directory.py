@@ -12,6 +12,7 @@
 It removes what a killed process left half-written (`keras_transformer.atomic.clean_temporaries`).
 """
 
+import difflib
 import json
 import os
 import shutil
@@ -158,11 +159,14 @@ def init_from_settings(path, output_dir, model_settings, training_settings):
 
     Returns:
         `(model_settings, training_settings)`: new dicts; the model's are complete but for the vocabulary sizes,
-        the training's hold `path`'s `vocab_size` and `shared_vocab`.
+        the training's hold `path`'s `vocab_size` and `shared_vocab`, and for a multilingual `path` (M2M-100,
+        NLLB-200) the language pair learned: `source_language` and `target_language`, as given or `path`'s defaults.
 
     Raises:
         RunDirectoryError: `path` missing, damaged (naming what) or the same directory as `output_dir`.
-        SettingError: a setting that contradicts `path`'s (naming the flag and `path`'s value).
+        SettingError: a setting that contradicts `path`'s (naming the flag and `path`'s value); a language code that
+            `path` does not have (naming the closest), or any for a one-pair `path`; no target language for a
+            multilingual `path` without a default.
     """
     if not os.path.isdir(path):
         raise RunDirectoryError(f"--init-from {path}: {'not a directory' if os.path.lexists(path) else 'not found'}; "
@@ -204,4 +208,49 @@ def init_from_settings(path, output_dir, model_settings, training_settings):
         if name in training_settings and training_settings[name] != value:
             raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {training_settings[name]!r} contradicts the tokenizers "
                                f"of --init-from {path} ({name} = {value!r}), which a fine-tune keeps")
-    return {**model, **model_settings}, {**training_settings, **vocabulary}
+    pair = _language_pair(path, training_settings)
+    return {**model, **model_settings}, {**training_settings, **vocabulary, **pair}
+
+
+def refuse_language_pair(training_settings):
+    """Refuses a language pair (`source_language`, `target_language`) for a run that is not a fine-tune."""
+    for name in ("source_language", "target_language"):
+        if training_settings.get(name) is not None:
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {training_settings[name]!r}: a language pair is chosen "
+                               "when fine-tuning a multilingual run (--init-from); a new run learns its corpus' pair")
+
+
+def _language_pair(path, training_settings):
+    """`{"source_language", "target_language"}` of a fine-tune from the multilingual run `path` (the settings given,
+    else its tokenizers' defaults), checked against its codes; `{}` for a one-pair run, which takes none."""
+    given = {name: training_settings.get(name) for name in ("source_language", "target_language")}
+    config = {}
+    for directory in (SOURCE_TOKENIZER, TARGET_TOKENIZER):
+        try:
+            with open(os.path.join(path, directory, "tokenizer.json"), encoding="utf-8") as f:
+                config[directory] = json.load(f)
+        except (OSError, UnicodeDecodeError, ValueError):
+            config[directory] = config.get(SOURCE_TOKENIZER, {})  # one tokenizer for both sides, or damaged
+    codes = config[SOURCE_TOKENIZER].get("languages") if isinstance(config[SOURCE_TOKENIZER], dict) else None
+    if not isinstance(codes, dict) or not codes:
+        name = next((name for name, value in given.items() if value is not None), None)
+        if name is not None:
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {given[name]!r}: --init-from {path} translates one "
+                               "language pair; a fine-tune chooses its pair from a multilingual run (M2M-100, "
+                               "NLLB-200) only")
+        return {}
+    defaults = {"source_language": config[SOURCE_TOKENIZER].get("source_language"),
+                "target_language": config[TARGET_TOKENIZER].get("target_language")}
+    pair = {}
+    for name, value in given.items():
+        value = defaults[name] if value is None else value
+        if value is None:
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}): required to fine-tune the multilingual run --init-from "
+                               f"{path}, the language it learns to translate into ({len(codes)} codes, such as "
+                               f"{', '.join(list(codes)[:4])})")
+        if value not in codes:
+            closest = difflib.get_close_matches(str(value), list(codes), n=4, cutoff=0.0)
+            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {value!r}: unknown language code for --init-from "
+                               f"{path}; closest: {', '.join(closest)} ({len(codes)} codes)")
+        pair[name] = value
+    return pair

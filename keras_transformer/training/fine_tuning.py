@@ -40,6 +40,20 @@ def fine_tuning_settings(init_from, output_dir, model_settings, training_setting
     return model_settings, training_settings
 
 
+def fine_tuning_tokenizers(initial, training_config):
+    """`(source tokenizer, target tokenizer)` of a fine-tune from the run `initial`: its own, with the language pair
+    learned (`training_config.source_language` / `target_language`) as their defaults where it is multilingual, so
+    that the data pipeline lays out `[source language] X </s>` -> `[target language] Y </s>` and the fine-tuned run
+    translates that pair unless told otherwise."""
+    source, target = initial.source_tokenizer, initial.target_tokenizer
+    if training_config.target_language is None:
+        return source, target
+    both = source is target  # one tokenizer for both sides (an imported checkpoint's): one copy keeps it so
+    source = source.with_source_language(training_config.source_language)
+    target = (source if both else target).with_target_language(training_config.target_language)
+    return (target if both else source), target
+
+
 def describe_fine_tuning(d_model, training_config):
     """One line: the run fine-tuned from, and its schedule (the peak learning rate, at the end of the warm-up)."""
     peak = training_config.lr_scale * (d_model * max(training_config.warmup_steps, 1)) ** -0.5

@@ -32,6 +32,7 @@ from keras_transformer.runs.directory import check_output_path
 from keras_transformer.runs.directory import check_resume_settings
 from keras_transformer.runs.directory import prepare_run_directory
 from keras_transformer.runs.directory import read_run_config
+from keras_transformer.runs.directory import refuse_language_pair
 from keras_transformer.runs.layout import MODEL_FILE
 from keras_transformer.runs.run import Run
 from keras_transformer.runs.run import load_run
@@ -48,6 +49,7 @@ from keras_transformer.training.distribution import setup_distribution
 from keras_transformer.training.fine_tuning import copy_weights
 from keras_transformer.training.fine_tuning import describe_fine_tuning
 from keras_transformer.training.fine_tuning import fine_tuning_settings
+from keras_transformer.training.fine_tuning import fine_tuning_tokenizers
 from keras_transformer.training.losses import MaskedSparseCategoricalCrossentropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.model_checkpoints import StopOnNonFiniteLoss
@@ -213,6 +215,8 @@ def _checked_settings(model_settings, training_settings, distribution, init_from
         init_from = os.path.abspath(init_from)
         model_settings, checked_training = fine_tuning_settings(init_from, output_dir, model_settings,
                                                                 checked_training)
+    else:
+        refuse_language_pair(checked_training)
     distribution = distribution or DistributionConfig()
     if distribution.mode == "mirrored":  # refuses --jit-compile, or notes that the step runs without XLA
         check_mirrored_jit_compile({**(model_settings_in or {}), **(training_settings or {})}.get("jit_compile"))
@@ -260,7 +264,7 @@ def _tokenizers(output_dir, source, initial, training_config, writer, verbose):
             print(f"Reusing the tokenizers saved in {output_dir}/tokenizers (resuming)")
         return tokenizers
     if initial is not None:
-        tokenizers = initial.source_tokenizer, initial.target_tokenizer
+        tokenizers = fine_tuning_tokenizers(initial, training_config)
         if writer:
             save_tokenizers(output_dir, *tokenizers)
         return tokenizers

@@ -227,3 +227,56 @@ def test_evaluate_and_tune_take_the_languages(checkpoint, imported, tmp_path, ca
     process = cli_here(capsys, "tune", run_dir, "--src", str(tmp_path / "src.txt"), "--ref", str(tmp_path / "ref.txt"),
                        "--overwrite", "--target-lang", "spa_latn")
     assert process.returncode == 2 and "closest: spa_Latn" in process.stderr, process.stderr
+
+
+def test_a_fine_tune_learns_a_language_pair_laid_out_as_transformers_does(checkpoint, imported, tmp_path, capsys):
+    from keras_transformer import load_run
+    from keras_transformer import load_translator
+    from keras_transformer.data.pipeline import make_dataset
+
+    _, model, tokenizer = checkpoint
+    sources, targets = sentences(16, seed=8), sentences(16, seed=9)
+    (tmp_path / "src.txt").write_text("\n".join(sources * 20) + "\n", encoding="utf-8")
+    (tmp_path / "tgt.txt").write_text("\n".join(targets * 20) + "\n", encoding="utf-8")
+    files = ("--src", str(tmp_path / "src.txt"), "--tgt", str(tmp_path / "tgt.txt"))
+    out = str(tmp_path / "fine-tuned")
+    # The imported run has no default target language: the pair is required, and checked, before any work.
+    for flags, said in ((["--source-lang", "fra_Latn"], "target_language (--target-lang): required"),
+                        (["--target-lang", "deu_latn"], "closest: deu_Latn")):
+        process = cli_here(capsys, "train", *files, "--output", out, "--init-from", imported[0], *flags)
+        assert process.returncode == 2 and said in process.stderr, process.stderr
+    process = cli_here(capsys, "train", *files, "--output", out, "--target-lang", "deu_Latn")
+    assert process.returncode == 2 and "a language pair is chosen when fine-tuning" in process.stderr
+    assert not os.path.exists(out)
+
+    process = cli_here(capsys, "train", *files, "--output", out, "--init-from", imported[0], "--source-lang",
+                       "fra_Latn", "--target-lang", "deu_Latn", "--epochs", "8", "--batch-size", "32",
+                       "--warmup-steps", "10", "--lr-scale", "0.2", "--no-jit-compile")
+    assert process.returncode == 0, process.stderr
+    run = load_run(out)
+    assert (run.training_config.source_language, run.training_config.target_language) == ("fra_Latn", "deu_Latn")
+
+    # What it trained on, in the checkpoint's ids, is what transformers' tokenizer gives for fine-tuning:
+    # `[fra_Latn] X </s>` -> labels `[deu_Latn] Y </s>`, the decoder starting from `</s>` (`[START]` here).
+    tokenizer.src_lang, tokenizer.tgt_lang = "fra_Latn", "deu_Latn"
+    theirs = tokenizer(sources, text_target=targets)
+    (inputs, labels), = make_dataset((sources, targets), run.source_tokenizer, run.target_tokenizer, batch_size=16,
+                                     max_length=64, shuffle=False, bucket=False).take(1)
+    original = run.target_tokenizer.original_ids
+    for row in range(16):
+        encoder = inputs["encoder_inputs"][row].numpy()
+        ours_labels = labels[row].numpy()
+        assert original[encoder[encoder > 0]].tolist() == theirs["input_ids"][row]
+        assert original[ours_labels[ours_labels > 0]].tolist() == theirs["labels"][row]
+        decoder = inputs["decoder_inputs"][row].numpy()
+        assert decoder[0] == run.target_tokenizer.start_id
+        assert original[decoder[1:][decoder[1:] > 0]].tolist() == theirs["labels"][row][:-1]
+
+    # It learned the pair, and translates into it unless told otherwise; before, transformers' (the same weights)
+    # translations of these sources into deu_Latn were none of the targets.
+    before = reference_translations(model, tokenizer, sources, "fra_Latn", ["deu_Latn"] * 16, 1)
+    translator = load_translator(out)
+    after = translator.translate(sources, beam_size=1, max_length=32)
+    assert translator.default_languages == ("fra_Latn", "deu_Latn")
+    learned = sum(a == b for a, b in zip(after, targets))
+    assert sum(a == b for a, b in zip(before, targets)) == 0 and learned >= 10, (learned, after[:3])

@@ -112,7 +112,9 @@ def test_the_fine_tuning_schedule_defaults_give_way_to_explicit_settings(base):
                               "(vocab_size = 200)"),
     (["--shared-vocab"], "shared_vocab (--shared-vocab) = True contradicts the tokenizers of --init-from {base} "
                          "(shared_vocab = False)"),
-], ids=["d-model", "num-layers", "max-length", "vocab-size", "shared-vocab"])
+    (["--target-lang", "deu_Latn"], "target_language (--target-lang) = 'deu_Latn': --init-from {base} translates "
+                                    "one language pair"),
+], ids=["d-model", "num-layers", "max-length", "vocab-size", "shared-vocab", "target-lang"])
 def test_a_flag_that_contradicts_the_run_is_refused_in_one_line(base, tmp_path, capsys, flags, named):
     _, base_dir, _, _, _ = base
     # The corpus files do not exist: the refusal comes before anything is read.
