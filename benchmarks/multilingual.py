@@ -6,9 +6,11 @@ filler pieces that the model computes and BPE never reaches) goes through what a
 
 - import: `keras-transformer import` in a process of its own, whose peak resident memory is reported against the
   float32 weights;
-- parity: the imported model's logits against transformers' on the same inputs (teacher-forced), max |difference|;
+- parity: the imported model's logits against transformers' on the same inputs (teacher-forced), max |difference|
+  (both models in a process of their own; so is every export: the timing process holds only the engines it times);
 - export: a SavedModel per decoding (greedy, beam 4), CTranslate2 float32 and int8 (`export --ctranslate2`), with
-  their sizes; TFLite with int8 weights (token ids in and out, its tokenizer beside it), its size or its failure;
+  their sizes; TFLite with int8 weights (token ids in and out, its tokenizer beside it), its size or its failure,
+  and where it converts, its greedy time at batch 1 against CTranslate2 int8's;
 - speed: ms per sentence at batch 1 and 8, greedy and beam 4, into three target languages mixed in each batch: our
   SavedModel (raw strings in, `target_language` per row), transformers' `generate(forced_bos_token_id=...)` in torch,
   and CTranslate2 float32 and int8 (the anchor: CTranslate2's own converter of the checkpoint, tokenized with
@@ -76,7 +78,7 @@ def parse_args(argv=None):
 
 
 def write_checkpoint(directory, args):
-    """The random-weight checkpoint; returns `(directory, transformers model, tokenizer)`."""
+    """The random-weight checkpoint; returns `(directory, transformers tokenizer, float32 weight bytes)`."""
     import torch
     import transformers
 
@@ -95,7 +97,17 @@ def write_checkpoint(directory, args):
     torch.manual_seed(0)
     model = transformers.M2M100ForConditionalGeneration(config).eval()
     model.save_pretrained(checkpoint)
-    return checkpoint, model, tokenizer
+    weights = sum(p.numel() for p in model.parameters()) * 4
+    del model  # each step loads what it needs: the main process holds only the engines it times
+    gc.collect()
+    return checkpoint, tokenizer, weights
+
+
+def load_reference(checkpoint):
+    """transformers' model of the checkpoint, in evaluation mode."""
+    import transformers
+
+    return transformers.M2M100ForConditionalGeneration.from_pretrained(checkpoint).eval()
 
 
 def in_own_process(call, **kwargs):
@@ -120,13 +132,19 @@ def convert_with_ctranslate2(checkpoint, output_dir):
     ctranslate2.converters.TransformersConverter(checkpoint).convert(output_dir)
 
 
-def logits_difference(run, model, tokenizer, texts):
-    """max |our logits - transformers' logits| over the real positions of teacher-forced decoder inputs, and the
-    largest |logit| (so that a tiny difference is not that of tiny logits)."""
+def logits_difference(run_dir, checkpoint, texts, result):
+    """Writes to `result` (JSON) max |our logits - transformers' logits| over the real positions of teacher-forced
+    decoder inputs, and the largest |logit| (so that a tiny difference is not that of tiny logits). Run by
+    `in_own_process`: both models in memory at once."""
     import numpy as np
     import torch
+    import transformers
     from keras import ops
 
+    from keras_transformer import load_run
+
+    run, model = load_run(run_dir), load_reference(checkpoint)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
     tokenizer.src_lang = "eng_Latn"
     batch = tokenizer(texts, return_tensors="pt", padding=True)
     labels = tokenizer(text_target=texts[::-1], return_tensors="pt", padding=True)["input_ids"].numpy()
@@ -142,7 +160,9 @@ def logits_difference(run, model, tokenizer, texts):
     expected = theirs[..., run.target_tokenizer.original_ids]
     expected[..., run.target_tokenizer.start_id] = theirs[..., 1]  # [START]'s logit is the padding logit
     real = decoder != 1
-    return float(np.abs(logits - expected)[real].max()), float(np.abs(expected).max())
+    with open(result, "w", encoding="utf-8") as f:
+        json.dump({"max_difference": float(np.abs(logits - expected)[real].max()),
+                   "largest_logit": float(np.abs(expected).max())}, f)
 
 
 def size_of(path):
@@ -151,19 +171,11 @@ def size_of(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
-def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
-    """`{engine: translate(texts, beam) -> (translations, None)}` (each row's target language from
-    `state["targets"]`, set per call), the artifacts' sizes in bytes, `state`, and the directory of our
-    CTranslate2 export (float32)."""
-    import ctranslate2
-    import sentencepiece
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel uses)
-    import torch
-
-
-    sizes, engines, state = {}, {}, {"targets": None}
-    signatures = {}
+def export_all(run_dir, checkpoint, work, args):
+    """Every artifact, each written by a process of its own before any is loaded here: SavedModels (greedy, beam),
+    our CTranslate2 export (float32, int8), CTranslate2's own conversion (the anchor) and an int8 TFLite file
+    (greedy). Returns their sizes in bytes (the TFLite entry: its size, or why it failed)."""
+    sizes = {}
     for beam, name in DECODINGS:
         path = os.path.join(work, f"saved_model_{name.replace(' ', '')}")
         print(f"  SavedModel, {name} ...", flush=True)
@@ -171,11 +183,47 @@ def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
                        max_length=args.max_new_tokens, beam_size=beam, length_penalty=1.0,
                        length_penalty_rule="transformers", force_end=False, verbose=0)
         sizes[f"SavedModel ({name})"] = size_of(path)
-        signatures[beam] = tf.saved_model.load(path).signatures["serving_default"]
+    for quantization in (None, "int8"):  # our export: its sizes, and its translations checked against the anchor's
+        path = os.path.join(work, f"ct2_{quantization or 'float32'}")
+        print(f"  CTranslate2 {quantization or 'float32'} (export --ctranslate2) ...", flush=True)
+        in_own_process("keras_transformer.export.ctranslate2_model.export_ctranslate2", run=run_dir, path=path,
+                       quantization=quantization)
+        sizes[f"CTranslate2 {quantization or 'float32'} (ours)"] = size_of(path)
+    print("  CTranslate2's own converter ...", flush=True)
+    in_own_process("multilingual.convert_with_ctranslate2", checkpoint=checkpoint,
+                   output_dir=os.path.join(work, "ct2_theirs"))
+    print("  TFLite, int8 weights (greedy) ...", flush=True)
+    try:
+        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=os.path.join(
+            work, "saved_model_tflite"), tflite=os.path.join(work, "nllb.tflite"), tflite_quantize="dynamic_range",
+            max_length=args.max_new_tokens, beam_size=1, length_penalty=1.0, length_penalty_rule="transformers",
+            force_end=False, verbose=0)
+        sizes["TFLite (int8 weights)"] = size_of(os.path.join(work, "nllb.tflite"))
+    except RuntimeError as error:
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        sizes["TFLite (int8 weights)"] = "failed: " + (lines[-1].split(": ", 1)[-1] if lines else "?")
+    shutil.rmtree(os.path.join(work, "saved_model_tflite"), ignore_errors=True)
+    return sizes
+
+
+def load_engines(checkpoint, tokenizer, work, args):
+    """`{engine: translate(texts, beam) -> (translations, None)}`, each row's target language from
+    `state["targets"]` (set per call), and `state`."""
+    import ctranslate2
+    import sentencepiece
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel uses)
+    import torch
+
+    engines, state = {}, {"targets": None}
+    signatures = {beam: tf.saved_model.load(os.path.join(work, f"saved_model_{name.replace(' ', '')}"))
+                  .signatures["serving_default"] for beam, name in DECODINGS}
 
     def ours(texts, beam):
         out = signatures[beam](text=tf.constant(texts), target_language=tf.constant(state["targets"]))
         return [t.decode("utf-8") for t in out["translation"].numpy()], None
+
+    model = load_reference(checkpoint)
 
     def transformers_generate(texts, beam):
         tokenizer.src_lang = "eng_Latn"
@@ -191,22 +239,12 @@ def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
         return outputs, None
 
     engines.update(ours=ours, transformers=transformers_generate)
-    for quantization in (None, "int8"):  # our export: its sizes, and its translations checked against the anchor's
-        path = os.path.join(work, f"ct2_{quantization or 'float32'}")
-        print(f"  CTranslate2 {quantization or 'float32'} (export --ctranslate2) ...", flush=True)
-        in_own_process("keras_transformer.export.ctranslate2_model.export_ctranslate2", run=run_dir, path=path,
-                       quantization=quantization)
-        sizes[f"CTranslate2 {quantization or 'float32'} (ours)"] = size_of(path)
-    exported = os.path.join(work, "ct2_float32")
     # The anchor: CTranslate2's own conversion of the checkpoint, tokenized with sentencepiece as its guide does.
-    print("  CTranslate2's own converter ...", flush=True)
-    path = os.path.join(work, "ct2_theirs")
-    in_own_process("multilingual.convert_with_ctranslate2", checkpoint=checkpoint, output_dir=path)
     pieces = sentencepiece.SentencePieceProcessor(model_file=os.path.join(checkpoint, "sentencepiece.bpe.model"))
     special = set(LANGUAGES) | {"</s>", "<s>", "<pad>", "<unk>"}
     for compute_type, engine in (("float32", "ct2"), ("int8", "ct2_int8")):
-        translator = ctranslate2.Translator(path, device="cpu", compute_type=compute_type, intra_threads=args.threads,
-                                            inter_threads=1)
+        translator = ctranslate2.Translator(os.path.join(work, "ct2_theirs"), device="cpu",
+                                            compute_type=compute_type, intra_threads=args.threads, inter_threads=1)
 
         def ct2(texts, beam, translator=translator):
             sources = [["eng_Latn"] + row + ["</s>"] for row in pieces.encode(texts, out_type=str)]
@@ -216,21 +254,43 @@ def make_engines(run_dir, checkpoint, model, tokenizer, work, args):
             return [pieces.decode([t for t in r.hypotheses[0] if t not in special]) for r in found], None
 
         engines[engine] = ct2
-    try:
-        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=os.path.join(
-            work, "saved_model_tflite"), tflite=os.path.join(work, "nllb.tflite"), tflite_quantize="dynamic_range",
-            max_length=args.max_new_tokens, verbose=0)
-        sizes["TFLite (int8 weights)"] = size_of(os.path.join(work, "nllb.tflite"))
-    except RuntimeError as error:
-        lines = [line for line in str(error).splitlines() if line.strip()]
-        sizes["TFLite (int8 weights)"] = "failed: " + (lines[-1].split(": ", 1)[-1] if lines else "?")
-    return engines, sizes, state, exported
+    return engines, state
+
+
+def time_tflite(path, engines, state, texts, args):
+    """ms per sentence at batch 1, greedy: the int8 TFLite file and CTranslate2 int8, taking turns; and how many
+    of their translations agree."""
+    from keras_transformer.export.tflite import TFLiteTranslator
+
+    translator = TFLiteTranslator(path, num_threads=args.threads)
+
+    def tflite(texts, beam):
+        return translator.translate(texts, source_language="eng_Latn", target_language=state["targets"]), None
+
+    target_of = {text: TARGETS[i % 3] for i, text in enumerate(texts)}
+
+    def call(translate):
+        def one(chunk, beam):
+            state["targets"] = [target_of[chunk[0]]]
+            return translate(chunk, beam)
+        return one
+
+    chunks = [[text] for text in texts]
+    best = {}
+    for name, translate in (("tflite", tflite), ("ct2_int8", engines["ct2_int8"])):
+        call(translate)(chunks[0], 1)  # warm-up
+    for _ in range(args.repeats):
+        for name, translate in (("tflite", tflite), ("ct2_int8", engines["ct2_int8"])):
+            seconds, translations, _ = timed_pass(call(translate), chunks, 1)
+            if name not in best or seconds < best[name][0]:
+                best[name] = (seconds, translations)
+    agree = sum(a == b for a, b in zip(best["tflite"][1], best["ct2_int8"][1]))
+    return {name: 1000 * seconds / len(texts) for name, (seconds, _) in best.items()}, agree
 
 
 def main(argv=None):
     args = parse_args(argv)
     set_threads(args.threads)
-    from keras_transformer import load_run
     from tests.importers.m2m_100_checkpoint import sentences
 
     cpu = cpu_model()
@@ -240,22 +300,24 @@ def main(argv=None):
     try:
         print(f"Writing a random-weight NLLB-style checkpoint ({args.layers}+{args.layers} layers, d_model "
               f"{args.d_model}, {args.heads} heads, ffn {args.ffn}, vocabulary ~{args.vocab:,}) ...", flush=True)
-        checkpoint, model, tokenizer = write_checkpoint(work, args)
-        weights = sum(p.numel() for p in model.parameters()) * 4
+        checkpoint, tokenizer, weights = write_checkpoint(work, args)
         print("Importing it (keras-transformer import, its own process) ...", flush=True)
         run_dir = os.path.join(work, "run")
         seconds, peak = in_own_process("keras_transformer.import_checkpoint", source=checkpoint, output_dir=run_dir,
                                        verbose=0)
         results["import"] = {"seconds": seconds, "peak_rss": peak, "weights": weights, "ratio": peak / weights}
-        run = load_run(run_dir)
-        difference, largest = logits_difference(run, model, tokenizer, texts[:4])
-        results["logits"] = {"max_difference": difference, "largest_logit": largest}
-        del run
-        gc.collect()
-        print("Exporting it ...", flush=True)
-        engines, sizes, state, exported = make_engines(run_dir, checkpoint, model, tokenizer, work, args)
+        print("Comparing logits with transformers' (its own process) ...", flush=True)
+        in_own_process("multilingual.logits_difference", run_dir=run_dir, checkpoint=checkpoint, texts=texts[:4],
+                       result=os.path.join(work, "logits.json"))
+        with open(os.path.join(work, "logits.json"), encoding="utf-8") as f:
+            results["logits"] = json.load(f)
+        difference, largest = results["logits"]["max_difference"], results["logits"]["largest_logit"]
+        print("Exporting it (each artifact in its own process) ...", flush=True)
+        sizes = export_all(run_dir, checkpoint, work, args)
         sizes["checkpoint (model.safetensors)"] = size_of(os.path.join(checkpoint, "model.safetensors"))
         results["sizes"] = sizes
+        print("Loading the engines ...", flush=True)
+        engines, state = load_engines(checkpoint, tokenizer, work, args)
         rows, agree = [], {}
         results["load"] = [os.getloadavg()[0]]
         for batch in args.batches:
@@ -282,6 +344,9 @@ def main(argv=None):
                 print(f"  batch {batch}, {decoding}: " + ", ".join(
                     f"{r['engine']} {r['ms_per_sentence']:.0f} ms" for r in rows[-len(engines):]), flush=True)
         results["rows"] = rows
+        if isinstance(sizes["TFLite (int8 weights)"], int):
+            print("  TFLite int8 and CTranslate2 int8, batch 1, greedy ...", flush=True)
+            results["tflite"] = time_tflite(os.path.join(work, "nllb.tflite"), engines, state, texts, args)
         results["load"].append(os.getloadavg()[0])
         state["targets"] = [TARGETS[i % 3] for i in range(len(texts))]
         anchor = engines["ct2"](texts, 1)[0]
@@ -289,7 +354,7 @@ def main(argv=None):
         gc.collect()
         from keras_transformer.export.ctranslate2_model import CTranslate2Translator
 
-        ours_ct2 = CTranslate2Translator(exported, intra_threads=args.threads).translate(
+        ours_ct2 = CTranslate2Translator(os.path.join(work, "ct2_float32"), intra_threads=args.threads).translate(
             texts, beam_size=1, max_length=args.max_new_tokens, source_language="eng_Latn",
             target_language=state["targets"])
         results["ctranslate2_export_agrees"] = sum(a == b for a, b in zip(ours_ct2, anchor))
@@ -326,8 +391,15 @@ def main(argv=None):
             goals.append({"goal": f"our SavedModel <= CTranslate2 fp32, batch 1, {decoding}", "passed": ratio <= 1.0,
                           "measured": f"{ratio:.2f}x CTranslate2's time"})
     tflite = sizes["TFLite (int8 weights)"]
-    goals.append({"goal": "int8 TFLite within 1.5x of CTranslate2 int8", "passed": False,
-                  "measured": tflite if isinstance(tflite, str) else f"{tflite / 2**20:.1f} MiB written, not timed"})
+    if "tflite" in results:
+        (tflite_ms, agreed) = results["tflite"]
+        ratio = tflite_ms["tflite"] / tflite_ms["ct2_int8"]
+        print(f"\nTFLite int8 (greedy, batch 1): {tflite_ms['tflite']:.1f} ms/sentence, CTranslate2 int8 "
+              f"{tflite_ms['ct2_int8']:.1f} ms ({ratio:.2f}x); {agreed}/{len(texts)} translations equal")
+        goals.append({"goal": "int8 TFLite within 1.5x of CTranslate2 int8 (greedy, batch 1)", "passed": ratio <= 1.5,
+                      "measured": f"{ratio:.2f}x CTranslate2 int8's time"})
+    else:
+        goals.append({"goal": "int8 TFLite within 1.5x of CTranslate2 int8", "passed": False, "measured": tflite})
     print()
     for goal in goals:
         print(f"  {'PASS' if goal['passed'] else 'FAIL'}  {goal['goal']}: {goal['measured']}")

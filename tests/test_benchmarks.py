@@ -233,5 +233,6 @@ def test_multilingual_benchmark_imports_exports_and_times_an_nllb_style_model(tm
             assert re.search(rf"{re.escape(engine)}\s+\|\s+1\s+\|\s+{decoding}\s+\|\s+[\d.]+\s+\|\s+[\d.]+\s+\|\s+3/3",
                              out), (engine, decoding, out)
     assert "vocabulary 400," in out and re.search(r"TFLite \(int8 weights\)\s+\|\s+[\d.]+ MiB", out), out
+    assert re.search(r"TFLite int8 \(greedy, batch 1\): [\d.]+ ms/sentence, CTranslate2 int8 [\d.]+ ms", out), out
     results = json.load(open(tmp_path / "multilingual.json"))
     assert len(results["rows"]) == 8 and results["logits"]["max_difference"] <= 1e-4
