@@ -7,6 +7,12 @@ A keras-hub `Seq2SeqLMPreprocessor` whose packing is keras-hub's `StartEndPacker
 * 0-padded, to the longest row of the batch rounded up to a multiple of 16 (at most the sequence length), so a
   batch of short sentences does not run at the longest length the model allows and compiled steps see few shapes.
 
+A multilingual model's tokenizer (NLLB-200, M2M-100) lays out its pairs as transformers' does: sources `[source
+language] ids </s>`, decoder inputs `[START] [target language] ids`, labels `[target language] ids </s>`; `generate()`
+forces the target language as the first token (transformers' `forced_bos_token_id`). The languages are
+`source_language` / `target_language` (codes, `None`: the tokenizer's defaults), or per row in the inputs' dict
+(`{"encoder_text": [...], "target_language": [...]}`).
+
 Inputs may be keras-hub's `{"encoder_text": ..., "decoder_text": ...}`, a `(sources, targets)` pair as `x`, or
 `x=sources, y=targets`. The outputs are `({"encoder_inputs", "decoder_inputs"}, labels, sample_weight)`, what the
 backbone (`build_transformer`'s graph) takes. Separate source and target vocabularies have one tokenizer each
@@ -17,6 +23,8 @@ import keras
 import keras_hub
 import tensorflow as tf
 
+from keras_transformer.decoding.languages import is_multilingual
+from keras_transformer.decoding.languages import language_ids
 from keras_transformer.models.backbone import TransformerBackbone
 from keras_transformer.tasks.tokenizer import TransformerTokenizer
 
@@ -30,6 +38,12 @@ def _trim(ids, multiple=PAD_MULTIPLE):
     return ids[:, :width]
 
 
+def _rows(texts):
+    """The number of texts: a Python int where it is known, else a scalar tensor."""
+    texts = tf.convert_to_tensor(texts, tf.string)
+    return texts.shape[0] if texts.shape[0] is not None else tf.shape(texts)[0]
+
+
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
     """Tokenizes and packs translation pairs for `TransformerSeq2SeqLM` (see the module docstring).
@@ -40,6 +54,9 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         encoder_sequence_length: the longest packed source (`[START]` and `[END]` included); longer ones are cut.
         decoder_sequence_length: the longest decoder input (`[START]` included) in training, and the most tokens
             `generate()` produces (its `max_length`).
+        source_language: a multilingual model's default source language code (`None`: its tokenizer's); a dict
+            input's `"source_language"` (a code or one per row) wins.
+        target_language: the same for the target language.
 
     Example (`run_dir` is a directory written by `train`):
 
@@ -58,10 +75,11 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
     tokenizer_cls = TransformerTokenizer
 
     def __init__(self, tokenizer, target_tokenizer=None, encoder_sequence_length=256, decoder_sequence_length=256,
-                 **kwargs):
+                 source_language=None, target_language=None, **kwargs):
         super().__init__(tokenizer, encoder_sequence_length=encoder_sequence_length,
                          decoder_sequence_length=decoder_sequence_length, **kwargs)
         self.target_tokenizer = target_tokenizer
+        self.source_language, self.target_language = source_language, target_language
 
     @property
     def target(self):
@@ -87,13 +105,62 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
             return x[0], x[1]
         return x, y
 
-    def pack_sources(self, sources, sequence_length=None):
-        """Source strings -> int32 `[B, S]` encoder inputs."""
+    @property
+    def multilingual(self):
+        """Whether the tokenizers hold language codes to choose from (NLLB-200, M2M-100)."""
+        return is_multilingual(self.target.inner)
+
+    def language_ids(self, x, rows):
+        """`(source ids, target ids)`, int32 `[rows]`: the language codes of a dict input `x` (a code or one per
+        row), else `source_language` / `target_language`, else the tokenizer's defaults; `None` for a one-pair
+        model. Python codes are checked here (an unknown one names the closest); string tensors in the graph."""
+        if not self.multilingual:
+            return None
+        inner, given = self.target.inner, (x if isinstance(x, dict) else {})
+        found = []
+        for name, default in (("source_language", self.source_language or self.tokenizer.inner.source_language),
+                              ("target_language", self.target_language or inner.target_language)):
+            codes = given.get(name, default)
+            codes = default if codes is None else codes
+            if isinstance(codes, (list, tuple)):  # one per row
+                found.append(tf.constant(language_ids(inner, codes, rows if isinstance(rows, int) else len(codes),
+                                                      None, name)))
+            elif codes is None or isinstance(codes, (str, bytes)):  # one for all (None: refused, naming codes)
+                found.append(tf.fill([rows], tf.constant(language_ids(inner, codes, 1, None, name)[0])))
+            else:
+                table = self._language_table()
+                ids = table.lookup(tf.broadcast_to(tf.convert_to_tensor(codes, tf.string), [rows]))
+                tf.debugging.assert_non_negative(ids, message=f"{name}: unknown language code")
+                found.append(ids)
+        return tuple(found)
+
+    def _language_table(self):
+        table = self.__dict__.get("_languages")
+        if table is None:
+            inner = self.target.inner
+            codes = list(inner.languages)
+            table = self.__dict__["_languages"] = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+                codes, tf.constant([inner.language_id(code) for code in codes], tf.int32)), -1)
+        return table
+
+    def pack_sources(self, sources, sequence_length=None, source_ids=None):
+        """Source strings -> int32 `[B, S]` encoder inputs (`source_ids`: each row's language code first)."""
         if not self.built:
             self.build(None)
-        ids = self.encoder_packer(self.tokenizer(sources),
-                                  sequence_length=sequence_length or self.encoder_sequence_length)
-        return _trim(tf.cast(ids, tf.int32))
+        length = sequence_length or self.encoder_sequence_length
+        if source_ids is None:
+            return _trim(tf.cast(self.encoder_packer(self.tokenizer(sources), sequence_length=length), tf.int32))
+        ids = tf.cast(self.tokenizer.inner.tokenize(sources), tf.int32)[:, : length - 2]
+        ends = tf.fill([tf.shape(source_ids)[0], 1], tf.constant(self.tokenizer.end_token_id, tf.int32))
+        packed = tf.concat([tf.cast(source_ids, tf.int32)[:, None], ids, ends], axis=1)
+        return _trim(packed.to_tensor(0, shape=[None, length]))
+
+    def _targets(self, targets, target_ids):
+        """Target strings -> ragged int32 ids, each row's language code first where there is one."""
+        if target_ids is None:
+            return self.target(targets)
+        ids = tf.cast(self.target.inner.tokenize(targets), tf.int32)
+        return tf.concat([tf.cast(target_ids, tf.int32)[:, None], ids], axis=1)
 
     def call(self, x, y=None, sample_weight=None, *, encoder_sequence_length=None, decoder_sequence_length=None,
              sequence_length=None):
@@ -105,8 +172,10 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
                              "{'encoder_text': ..., 'decoder_text': ...}, x=(sources, targets) or x=sources, "
                              "y=targets")
         length = (decoder_sequence_length or sequence_length or self.decoder_sequence_length) + 1
-        packed = _trim(tf.cast(self.decoder_packer(self.target(targets), sequence_length=length), tf.int32))
-        inputs = {"encoder_inputs": self.pack_sources(sources, encoder_sequence_length),
+        languages = self.language_ids(x, _rows(sources)) or (None, None)
+        packed = _trim(tf.cast(self.decoder_packer(self._targets(targets, languages[1]), sequence_length=length),
+                               tf.int32))
+        inputs = {"encoder_inputs": self.pack_sources(sources, encoder_sequence_length, languages[0]),
                   "decoder_inputs": packed[..., :-1]}
         labels = packed[..., 1:]
         weights = tf.cast(labels != 0, "float32")
@@ -127,21 +196,25 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         prompts = tf.fill(tf.shape(sources), "") if prompts is None else tf.convert_to_tensor(prompts, tf.string)
         lengths = (encoder_sequence_length or self.encoder_sequence_length,
                    decoder_sequence_length or sequence_length or self.decoder_sequence_length)
+        languages = self.language_ids(x, _rows(sources)) if sources.shape.rank == 1 else None
+        languages = languages or (tf.zeros(tf.shape(sources)[:1], tf.int32),) * 2  # (unused for one pair)
         if not tf.executing_eagerly() or sources.shape.rank != 1:
-            return self._generate_inputs(sources, prompts, *lengths)
+            return self._generate_inputs(sources, prompts, *languages, *lengths)
         functions = self.__dict__.setdefault("_generate_functions", {})
         if lengths not in functions:
-            spec = tf.TensorSpec([None], tf.string)
-            functions[lengths] = tf.function(lambda a, b: self._generate_inputs(a, b, *lengths),
-                                             input_signature=[spec, spec])
-        return functions[lengths](sources, prompts)
+            strings, ids = tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32)
+            functions[lengths] = tf.function(lambda a, b, c, d: self._generate_inputs(a, b, c, d, *lengths),
+                                             input_signature=[strings, strings, ids, ids])
+        return functions[lengths](sources, prompts, *languages)
 
-    def _generate_inputs(self, sources, prompts, encoder_length, decoder_length):
-        # `[START]` plus at most `decoder_length` tokens: generation fills positions 1..decoder_length.
-        prompt_ids = self.decoder_packer(self.target(prompts), sequence_length=decoder_length + 1,
-                                         add_end_value=False)
+    def _generate_inputs(self, sources, prompts, source_ids, target_ids, encoder_length, decoder_length):
+        # `[START]` plus at most `decoder_length` tokens: generation fills positions 1..decoder_length (a
+        # multilingual model's first is the target language, forced).
+        multilingual = self.multilingual
+        prompt_ids = self.decoder_packer(self._targets(prompts, target_ids if multilingual else None),
+                                         sequence_length=decoder_length + 1, add_end_value=False)
         prompt_ids = tf.cast(prompt_ids, tf.int32)
-        return {"encoder_inputs": self.pack_sources(sources, encoder_length),
+        return {"encoder_inputs": self.pack_sources(sources, encoder_length, source_ids if multilingual else None),
                 "decoder_token_ids": prompt_ids, "decoder_padding_mask": prompt_ids != 0}
 
     def generate_postprocess(self, x):
@@ -167,6 +240,7 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         config["decoder_sequence_length"] = self.decoder_sequence_length
         config["target_tokenizer"] = (keras.layers.serialize(self.target_tokenizer)
                                       if self.target_tokenizer is not None else None)
+        config.update(source_language=self.source_language, target_language=self.target_language)
         return config
 
     @classmethod

@@ -169,7 +169,10 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         if isinstance(self.sampler, our_samplers.Sampler):
             length = prompt.shape[1] - 1
             prefix = ops.where(mask[:, 1:], prompt[:, 1:], 0)
-            tokens = self._our_decode(encoder_inputs, length, start, end, prefix)
+            # A multilingual model's target language (the prompt's first token after `[START]`) costs nothing in
+            # beam scores, as transformers' `forced_bos_token_id`.
+            first = prompt[:, 1] if self.preprocessor is not None and self.preprocessor.multilingual else None
+            tokens = self._our_decode(encoder_inputs, length, start, end, prefix, first)
             token_ids = ops.concatenate([prompt[:, :1], ops.cast(tokens, "int32")], axis=1)
             return {"decoder_token_ids": token_ids, "decoder_padding_mask": ops.not_equal(token_ids, 0)}
         token_ids = self._keras_hub_decode(encoder_inputs, prompt, mask, start, stop_token_ids)
@@ -188,7 +191,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         target = self.preprocessor.target
         return target.start_token_id, target.end_token_id
 
-    def _our_decode(self, encoder_inputs, length, start, end, prefix):
+    def _our_decode(self, encoder_inputs, length, start, end, prefix, first_token=None):
         """The package's KV-cached decoder for the package's sampler, at full width (keras-hub's generate
         function compiles it)."""
         sampler, parts = self.sampler, self._parts()
@@ -196,7 +199,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
             tokens, _ = beam_search_with_parts(
                 parts, encoder_inputs, length, start, end, beam_size=sampler.num_beams,
                 length_penalty=sampler.length_penalty, length_penalty_rule=sampler.length_penalty_rule,
-                force_end=sampler.force_end, prefix=prefix)
+                force_end=sampler.force_end, prefix=prefix, first_token=first_token)
             return tokens
         if isinstance(sampler, our_samplers.GreedySampler):
             return greedy_search(parts, encoder_inputs, length, start, end, force_end=sampler.force_end,
