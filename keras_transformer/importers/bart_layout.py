@@ -24,24 +24,21 @@ from keras_transformer.runs.run import write_run_config
 IMPORT_FILE = "imported.json"  # in the run directory: where the weights came from
 
 
-def _strip_prefix(tensors):
-    """Tensor names without the `model.` prefix of `...ForConditionalGeneration` checkpoints (base models have
-    none)."""
-    return {name[len("model."):] if name.startswith("model.") else name: value for name, value in tensors.items()}
-
-
 class CheckpointTensors:
-    """The checkpoint's tensors, taken by name with the shape the config implies (errors name the file)."""
+    """The checkpoint's tensors (a mapping, read on demand), taken by name with the shape the config implies
+    (errors name the file). Names lose the `model.` prefix of `...ForConditionalGeneration` checkpoints (base models
+    have none)."""
 
     def __init__(self, tensors, where):
-        self.tensors = _strip_prefix(tensors)
+        self._source = tensors
+        self.tensors = {name[len("model."):] if name.startswith("model.") else name: name for name in tensors}
         self.where = where
         self.used = set()
 
     def get(self, name, shape, *alternatives):
         for candidate in (name, *alternatives):
             if candidate in self.tensors:
-                value = self.tensors[candidate]
+                value = self._source[self.tensors[candidate]]
                 if tuple(value.shape) != tuple(shape):
                     raise CheckpointError(f"{self.where}: tensor {candidate!r} has shape {tuple(value.shape)}; "
                                           f"expected {tuple(shape)} (from config.json)")

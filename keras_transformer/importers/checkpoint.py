@@ -6,6 +6,8 @@ Tensors are read as tensors, never as code: safetensors files with `safetensors`
 other than tensors and plain containers. A file that cannot be read is named in a one-line `CheckpointError`.
 """
 
+import collections.abc
+import contextlib
 import json
 import os
 import pickle
@@ -75,10 +77,11 @@ def read_json(path, what):
 
 
 def read_tensors(directory):
-    """Every tensor of the checkpoint in `directory`, as float32 NumPy arrays by name.
+    """Every tensor of the checkpoint in `directory`, as float32 NumPy arrays by name: a mapping.
 
-    Reads `model.safetensors` (or the shards a `model.safetensors.index.json` lists), else `pytorch_model.bin` with
-    `torch.load(weights_only=True)`.
+    `model.safetensors` (or the shards a `model.safetensors.index.json` lists) is read one tensor at a time, when the
+    mapping is asked for it (`SafetensorsTensors`): an import holds the model and one checkpoint tensor, not a second
+    copy of every weight. `pytorch_model.bin` is read whole, with `torch.load(weights_only=True)`.
 
     Raises:
         CheckpointError: no weights file, a damaged or truncated one, or a pickle that is more than tensors.
@@ -86,7 +89,7 @@ def read_tensors(directory):
     index = os.path.join(directory, SAFETENSORS_INDEX)
     single = os.path.join(directory, SAFETENSORS_FILE)
     if os.path.isfile(single):
-        return _read_safetensors(single)
+        return SafetensorsTensors([single])
     if os.path.isfile(index):
         shards = sorted(set(read_json(index, "a safetensors index").get("weight_map", {}).values()))
         if not shards:
@@ -96,10 +99,7 @@ def read_tensors(directory):
                     "\\" in shard:
                 raise CheckpointError(f"{index}: names the shard {shard!r}; a shard must be a file name inside the "
                                       "checkpoint directory (no directories, no '..')")
-        tensors = {}
-        for shard in shards:
-            tensors.update(_read_safetensors(os.path.join(directory, shard)))
-        return tensors
+        return SafetensorsTensors([os.path.join(directory, shard) for shard in shards])
     pickled = os.path.join(directory, PYTORCH_FILE)
     if os.path.isfile(pickled):
         return _read_pytorch(pickled)
@@ -107,24 +107,63 @@ def read_tensors(directory):
                           f"shards) or {PYTORCH_FILE}")
 
 
-def _read_safetensors(path):
+class SafetensorsTensors(collections.abc.Mapping):
+    """The tensors of safetensors files by name, each read (as a float32 NumPy array) when asked for.
+
+    The files are opened, and their headers checked, at once; a file that is missing, damaged or truncated is named
+    in a `CheckpointError`, then or when a tensor of it is read.
+    """
+
+    def __init__(self, paths):
+        try:
+            from safetensors import safe_open
+        except ImportError:
+            raise CheckpointError(f"{paths[0]}: reading safetensors needs the safetensors package: "
+                                  "pip install \"keras-transformer[hf]\"") from None
+        self._files, self._where = {}, {}
+        for path in paths:
+            if not os.path.isfile(path):
+                raise CheckpointError(f"{path}: missing (listed in {SAFETENSORS_INDEX})")
+            with _damaged(path):
+                handle = safe_open(path, framework="numpy")
+                names = list(handle.keys())
+                _check_extent(path, os.path.getsize(path))
+            self._files[path] = handle
+            self._where.update((name, path) for name in names)
+
+    def __getitem__(self, name):
+        path = self._where[name]
+        with _damaged(path):
+            return np.asarray(self._files[path].get_tensor(name), dtype=np.float32)
+
+    def __iter__(self):
+        return iter(self._where)
+
+    def __len__(self):
+        return len(self._where)
+
+
+@contextlib.contextmanager
+def _damaged(path):
+    """Turns what safetensors raises for a damaged file into a one-line `CheckpointError` naming `path`."""
     try:
-        from safetensors import safe_open
-    except ImportError:
-        raise CheckpointError(f"{path}: reading safetensors needs the safetensors package: "
-                              "pip install \"keras-transformer[hf]\"") from None
-    if not os.path.isfile(path):
-        raise CheckpointError(f"{path}: missing (listed in {SAFETENSORS_INDEX})")
-    tensors = {}
-    try:
-        with safe_open(path, framework="numpy") as f:
-            for name in f.keys():
-                tensors[name] = np.asarray(f.get_tensor(name), dtype=np.float32)
+        yield
+    except CheckpointError:
+        raise
     except Exception as error:  # noqa: BLE001 - safetensors raises its own error types for damaged files
         text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"{path}: cannot be read as safetensors ({text}); the file is damaged or truncated "
                               "(download it again)") from None
-    return tensors
+
+
+def _check_extent(path, size):
+    """Refuses a file shorter than its header says (a truncated download): its last tensor would be cut."""
+    with open(path, "rb") as f:
+        header_size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(header_size))
+    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+    if 8 + header_size + max(ends, default=0) > size:
+        raise ValueError(f"{size:,} bytes, where its header describes {8 + header_size + max(ends):,}")
 
 
 def _read_pytorch(path):
