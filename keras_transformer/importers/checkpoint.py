@@ -110,8 +110,8 @@ def read_tensors(directory):
 class SafetensorsTensors(collections.abc.Mapping):
     """The tensors of safetensors files by name, each read (as a float32 NumPy array) when asked for.
 
-    The files are opened, and their headers checked, at once; a file that is missing, damaged or truncated is named
-    in a `CheckpointError`, then or when a tensor of it is read.
+    The files' headers are checked at once; a file that is missing, damaged or truncated is named in a
+    `CheckpointError`, then or when a tensor of it is read.
     """
 
     def __init__(self, paths):
@@ -120,21 +120,21 @@ class SafetensorsTensors(collections.abc.Mapping):
         except ImportError:
             raise CheckpointError(f"{paths[0]}: reading safetensors needs the safetensors package: "
                                   "pip install \"keras-transformer[hf]\"") from None
-        self._files, self._where = {}, {}
+        self._open, self._where = safe_open, {}
         for path in paths:
             if not os.path.isfile(path):
                 raise CheckpointError(f"{path}: missing (listed in {SAFETENSORS_INDEX})")
-            with _damaged(path):
-                handle = safe_open(path, framework="numpy")
+            with _damaged(path), safe_open(path, framework="numpy") as handle:
                 names = list(handle.keys())
                 _check_extent(path, os.path.getsize(path))
-            self._files[path] = handle
             self._where.update((name, path) for name in names)
 
     def __getitem__(self, name):
         path = self._where[name]
-        with _damaged(path):
-            return np.asarray(self._files[path].get_tensor(name), dtype=np.float32)
+        # Opened for each tensor: the file's pages leave this process with its mapping, so an import's resident
+        # memory holds the model and one tensor, not the whole file besides.
+        with _damaged(path), self._open(path, framework="numpy") as f:
+            return np.asarray(f.get_tensor(name), dtype=np.float32)
 
     def __iter__(self):
         return iter(self._where)
