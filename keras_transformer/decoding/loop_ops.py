@@ -30,6 +30,8 @@ def parts_layers(parts):
         *parts.decoder_layers,
         parts.decoder_final_norm,
         parts.output_projection,
+        # A tied projection is not a layer: its bias layer (Marian's, NLLB's zeros) is.
+        getattr(parts.output_projection, "bias", None),
     ]
     unique = {}
     for layer in candidates:

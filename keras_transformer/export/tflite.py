@@ -172,22 +172,14 @@ def ids_function(module):
                                                 tf.TensorSpec([None], tf.int32, name="target_language_ids")])
 
 
-def _freeze(function):
-    """A `tf.Module` whose `serving` runs `function` (any named inputs, a dict of outputs) with its variables as
-    constants."""
-    from tensorflow.python.framework import convert_to_constants
-
-    concrete = function.get_concrete_function()
-    frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
-    specs = [tf.TensorSpec(spec.shape, spec.dtype, name=spec.name) for spec in concrete.structured_input_signature[0]]
-    names = sorted(concrete.structured_outputs)  # tf.nest flattens a dict in key order
+def _with_weights(function, translator):
+    """A `tf.Module` whose `serving` is `function`, tracking the `tf.Variable`s behind the translator's Keras
+    weights. The converter freezes plain variables into constants itself (Keras variables it would leave as
+    variables), so no frozen GraphDef is made: one holding every weight would stop at protobuf's 2 GiB, below the
+    size of NLLB-200-600M. The decoding loop reads each weight once, before it (`weights_read_once`)."""
     module = tf.Module()
-
-    @tf.function(input_signature=specs)
-    def serving(*inputs):
-        return dict(zip(names, tf.nest.flatten(frozen(*inputs))))
-
-    module.serving = serving
+    module.weights = [variable.value for model in translator._models for variable in model.weights]
+    module.serving = function
     return module
 
 
@@ -233,7 +225,7 @@ def export_tflite(translator, path, quantize=None, verbose=0):
     start = time.time()
     tokenizer = translator.target_tokenizer
     multilingual = bool(getattr(tokenizer, "languages", None))
-    frozen = _freeze(ids_function(translator)) if multilingual else freeze_signature(
+    frozen = _with_weights(ids_function(translator), translator) if multilingual else freeze_signature(
         translator.serving_function(jit_compile=False))
     workdir = tempfile.mkdtemp(prefix="keras_transformer_tflite_")
     try:
