@@ -80,6 +80,27 @@ def assign_blocks(model, t, d, d_ff):
             assign_norm(t, block.ffn_norm, f"{prefix}.final_layer_norm", d)
 
 
+def assign_rows(variable, table, order, block=16384):
+    """`variable[i] = table[order[i]]` for every row, written `block` rows at a time where the backend writes a slice
+    of a variable in place (TensorFlow, PyTorch), so an embedding table of a 256k vocabulary is never held twice
+    more; JAX's arrays are immutable, and there it is one assignment."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend not in ("tensorflow", "torch") or len(order) <= block:
+        variable.assign(table[order])
+        return
+    if backend == "torch":
+        import torch
+
+        with torch.no_grad():
+            for start in range(0, len(order), block):
+                variable.value[start:start + block].copy_(torch.from_numpy(table[order[start:start + block]]))
+        return
+    for start in range(0, len(order), block):
+        variable.value[start:start + block].assign(table[order[start:start + block]])
+
+
 def assign_norm(t, layer, prefix, d):
     layer.gamma.assign(t.get(f"{prefix}.weight", (d,)))
     layer.beta.assign(t.get(f"{prefix}.bias", (d,)))

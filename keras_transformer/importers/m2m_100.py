@@ -26,6 +26,7 @@ from keras_transformer.data.multilingual_tokenizer import MultilingualTokenizer
 from keras_transformer.importers.bart_layout import CheckpointTensors
 from keras_transformer.importers.bart_layout import assign_blocks
 from keras_transformer.importers.bart_layout import assign_norm
+from keras_transformer.importers.bart_layout import assign_rows
 from keras_transformer.importers.bart_layout import check_destination
 from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
@@ -132,7 +133,8 @@ def assign_m2m_100_weights(model, tensors, config, tokenizer, where="the checkpo
         raise CheckpointError(f"{where}: config.json has vocab_size = {rows}, fewer rows than the tokenizer's "
                               f"{tokenizer.original_vocab_size} tokens")
     table = t.get("shared.weight", (rows, d), "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
-    model.encoder_embedding.embeddings.assign(table[tokenizer.original_ids])
+    assign_rows(model.encoder_embedding.embeddings, table, tokenizer.original_ids)
+    del table
     model.logits_bias.bias.assign(np.zeros((model.logits_bias.vocab_size,), np.float32))
     assign_blocks(model, t, d, d_ff)
     assign_norm(t, model.encoder_final_norm, "encoder.layer_norm", d)

@@ -24,6 +24,7 @@ from keras_transformer.data.sentencepiece_tokenizer import SentencePieceTokenize
 from keras_transformer.importers.bart_layout import IMPORT_FILE
 from keras_transformer.importers.bart_layout import CheckpointTensors
 from keras_transformer.importers.bart_layout import assign_blocks
+from keras_transformer.importers.bart_layout import assign_rows
 from keras_transformer.importers.bart_layout import check_destination
 from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
@@ -161,9 +162,9 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
     else:
         encoder_table = t.get("encoder.embed_tokens.weight", (source_rows, d))
         decoder_table = t.get("decoder.embed_tokens.weight", (target_rows, d))
-    model.encoder_embedding.embeddings.assign(encoder_table[source_tokenizer.original_ids])
+    assign_rows(model.encoder_embedding.embeddings, encoder_table, source_tokenizer.original_ids)
     if model.decoder_embedding is not model.encoder_embedding:
-        model.decoder_embedding.embeddings.assign(decoder_table[target_tokenizer.original_ids])
+        assign_rows(model.decoder_embedding.embeddings, decoder_table, target_tokenizer.original_ids)
     bias = t.get("final_logits_bias", (1, target_rows)) if t.has("final_logits_bias") else np.zeros((1, target_rows))
     bias = bias[0][target_tokenizer.original_ids]
     if tied:
