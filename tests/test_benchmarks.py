@@ -228,7 +228,8 @@ def test_multilingual_benchmark_imports_exports_and_times_an_nllb_style_model(tm
     assert re.search(r"PASS  logits within 0.0001 of transformers': [\d.e+-]+", out), out
     assert re.search(r"Import: \d+ s, peak RSS [\d.]+ GiB", out), out
     assert "greedy: 3/3 translations equal to CTranslate2's own conversion" in out, out
-    for engine in ("ours (SavedModel, XLA)", "transformers (torch)", "CTranslate2 fp32", "CTranslate2 int8"):
+    for engine in ("ours (SavedModel, XLA)", "transformers (torch)", "CTranslate2 fp32 (CT2_USE_MKL=0)",
+                   "CTranslate2 int8 (CT2_USE_MKL=0)"):
         for decoding in ("greedy", "beam 4"):
             assert re.search(rf"{re.escape(engine)}\s+\|\s+1\s+\|\s+{decoding}\s+\|\s+[\d.]+\s+\|\s+[\d.]+\s+\|\s+3/3",
                              out), (engine, decoding, out)
