@@ -8,13 +8,15 @@ is an error at export time rather than at the user's first call.
 
 How the graph was made convertible:
 
-- Variables are frozen first. Keras layers read their variables where they are used; converted straight from a
-  SavedModel, a read that ends up inside the `tf.while_loop` body stays a resource-variable op
-  (`VAR_HANDLE`/`READ_VARIABLE`) that nothing initializes, and the interpreter fails at its first call. So
-  `export_tflite` turns every variable of the concrete function into a constant (loop bodies included) and
-  converts that, through a temporary SavedModel that keeps the `serving_default` signature and its
-  `text`/`translation` names. (The decoders now also read the weights once before the loop; freezing keeps the
-  export independent of that.)
+- Weights become constants. Keras layers read their variables where they are used; a read left inside the
+  `tf.while_loop` body stays a resource-variable op (`VAR_HANDLE`/`READ_VARIABLE`) that nothing initializes, and
+  the interpreter fails at its first call. The decoders read every weight once, before the loop
+  (`weights_read_once`). The string-to-string file is then frozen in TensorFlow (every variable of the concrete
+  function turned into a constant) and converted through a temporary SavedModel that keeps the `serving_default`
+  signature and its `text`/`translation` names. The multilingual (token-id) file is converted from a SavedModel
+  that tracks the plain `tf.Variable`s behind the Keras weights, which the converter freezes itself (tracked as
+  Keras variables they would stay variables): no GraphDef holding every weight is made, so a model past
+  protobuf's 2 GiB (NLLB-200-distilled-600M) converts, quantized to fit the flatbuffer.
 - Greedy decoding picks tokens with `tf.argmax` (Keras' `ops.argmax` adds a `BitwiseAnd`, no builtin).
 - Everything else converts as written with `keras.ops`: `slice_update` becomes the builtin `DYNAMIC_UPDATE_SLICE`,
   einsums become `BATCH_MATMUL`/`TRANSPOSE`/`RESHAPE`, `top_k` (beam search) `TOPK_V2`, the ragged tokenizer
