@@ -81,9 +81,11 @@ def assign_blocks(model, t, d, d_ff):
 
 
 def assign_rows(variable, table, order, block=16384):
-    """`variable[i] = table[order[i]]` for every row, written `block` rows at a time where the backend writes a slice
-    of a variable in place (TensorFlow, PyTorch), so an embedding table of a 256k vocabulary is never held twice
-    more; JAX's arrays are immutable, and there it is one assignment."""
+    """`variable[i] = table[order[i]]` for every row, `block` rows at a time where the backend writes a slice of a
+    variable in place (TensorFlow, PyTorch), so no reordered copy of a whole 256k-row table is made; JAX's arrays
+    are immutable, and there it is one assignment."""
+    import contextlib
+
     import keras
 
     backend = keras.backend.backend()
@@ -93,12 +95,12 @@ def assign_rows(variable, table, order, block=16384):
     if backend == "torch":
         import torch
 
-        with torch.no_grad():
-            for start in range(0, len(order), block):
-                variable.value[start:start + block].copy_(torch.from_numpy(table[order[start:start + block]]))
-        return
-    for start in range(0, len(order), block):
-        variable.value[start:start + block].assign(table[order[start:start + block]])
+        scope, write = torch.no_grad(), lambda rows, values: rows.copy_(torch.from_numpy(values))
+    else:
+        scope, write = contextlib.nullcontext(), lambda rows, values: rows.assign(values)
+    with scope:
+        for start in range(0, len(order), block):
+            write(variable.value[start:start + block], table[order[start:start + block]])
 
 
 def assign_norm(t, layer, prefix, d):
