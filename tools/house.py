@@ -5,7 +5,7 @@
 
 Layers, lowest first (a module may import its own layer and those below; data flows one way up the list):
 
-    0  atomic, validation, scoring        leaf helpers (no package imports)
+    0  atomic, validation, scoring, extras leaf helpers (no package imports)
     1  layers                             keras.ops only
     2  data                               text, tokenizer, tf.data
     3  models                             the model object
@@ -25,7 +25,7 @@ import os
 import sys
 
 LAYERS = {
-    "atomic": 0, "validation": 0, "scoring": 0,
+    "atomic": 0, "validation": 0, "scoring": 0, "extras": 0,
     "layers": 1,
     "data": 2,
     "models": 3,

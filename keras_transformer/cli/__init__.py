@@ -21,6 +21,7 @@ from keras_transformer.cli import serve  # noqa: E402
 from keras_transformer.cli import train  # noqa: E402
 from keras_transformer.cli import translate  # noqa: E402
 from keras_transformer.cli.settings import collect_settings  # noqa: E402
+from keras_transformer.extras import MissingExtra  # noqa: E402
 
 
 def build_parser():
@@ -97,6 +98,9 @@ def main(argv=None):
         message = str(error) if not isinstance(error, OSError) or not error.filename or str(error.filename) in str(
             error) else f"{error.filename}: {error.strerror}"
         print(f"keras-transformer {args.command}: error: {' '.join(message.split())}", file=sys.stderr)
+        return 2
+    except MissingExtra as error:  # an optional package a command or option needs: which extra to install
+        print(f"keras-transformer {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"keras-transformer {args.command}: interrupted" + (" (re-run the same command to resume)"

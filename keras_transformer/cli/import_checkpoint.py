@@ -20,7 +20,7 @@ def register(sub, common):
                        description="Import a checkpoint in the Hugging Face layout as a run directory that translate, "
                                    "evaluate, tune, export, ensemble and train --init-from take: config.json's "
                                    "model_type picks the importer (marian: OPUS-MT; m2m_100: M2M-100 and NLLB-200). "
-                                   "Needs the hf extra: pip install \"keras-transformer[hf]\".")
+                                   "Needs the hf extra: pip install \"keras-transformer-mt[hf]\".")
     p.add_argument("source", help="a checkpoint directory (config.json, model.safetensors or pytorch_model.bin, and "
                                   "the tokenizer files: source.spm, target.spm and vocab.json for OPUS-MT; "
                                   "sentencepiece.bpe.model and tokenizer.json or vocab.json for M2M-100 / NLLB) or "

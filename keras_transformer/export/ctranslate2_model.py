@@ -7,7 +7,8 @@ detokenized exactly as our translator does. `CTranslate2Translator(out)` transla
 `keras-transformer translate OUT` uses). A multilingual run (M2M-100, NLLB-200) translates as CTranslate2's guide
 says: the source starts with its language code, and the target language code is each row's `target_prefix`.
 
-CTranslate2 is an optional extra (`pip install -e ".[ctranslate2]"`); this module imports it only when called.
+CTranslate2 is an optional extra (`pip install "keras-transformer-mt[ctranslate2]"`); this module imports it only
+when called.
 Rotary position embeddings and activations other than ReLU/GELU/SiLU are not supported (a clear error says so).
 """
 
@@ -25,6 +26,7 @@ from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.languages import check_languages
 from keras_transformer.decoding.languages import row_codes
+from keras_transformer.extras import require
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
@@ -33,11 +35,7 @@ MARKER_FILE = "keras_transformer_ctranslate2.json"
 
 
 def _ctranslate2():
-    try:
-        import ctranslate2
-    except ImportError:
-        raise ImportError("CTranslate2 is an optional extra: pip install -e \".[ctranslate2]\"") from None
-    return ctranslate2
+    return require("ctranslate2", "ctranslate2", "CTranslate2 (export --ctranslate2, or a CTranslate2 directory)")
 
 
 def _numpy(variable):

@@ -14,6 +14,8 @@ import pickle
 
 import numpy as np
 
+from keras_transformer.extras import install_hint
+
 HUB_PREFIX = "hf://"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -48,8 +50,8 @@ def resolve_source(source, files, verbose=1):
     try:
         import huggingface_hub
     except ImportError:
-        raise CheckpointError(f"{source}: downloading from the Hub needs huggingface_hub: "
-                              "pip install \"keras-transformer[hf]\"") from None
+        raise CheckpointError(f"{source}: downloading from the Hub needs huggingface_hub: {install_hint('hf')}") \
+            from None
     try:
         if not verbose:
             huggingface_hub.utils.disable_progress_bars()
@@ -119,7 +121,7 @@ class SafetensorsTensors(collections.abc.Mapping):
             from safetensors import safe_open
         except ImportError:
             raise CheckpointError(f"{paths[0]}: reading safetensors needs the safetensors package: "
-                                  "pip install \"keras-transformer[hf]\"") from None
+                                  f"{install_hint('hf')}") from None
         self._open, self._where = safe_open, {}
         for path in paths:
             if not os.path.isfile(path):
@@ -171,7 +173,7 @@ def _read_pytorch(path):
         import torch
     except ImportError:
         raise CheckpointError(f"{path}: a PyTorch pickle, which is read only with torch.load(weights_only=True); "
-                              "install torch, or give the checkpoint as model.safetensors") from None
+                              f"{install_hint('torch')}, or give the checkpoint as model.safetensors") from None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:

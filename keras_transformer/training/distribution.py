@@ -19,6 +19,8 @@ import socket
 import time
 import warnings
 
+from keras_transformer.extras import check_installed
+
 MODES = ("mirrored", "multi-host")
 
 
@@ -218,4 +220,5 @@ def set_backend_for(mode):
     `multi-host` needs the JAX backend; other modes keep the environment's choice (TensorFlow by default).
     """
     if mode == "multi-host":
+        check_installed("jax", "jax", "--distribute multi-host (the Keras distribution API on JAX)")
         os.environ["KERAS_BACKEND"] = "jax"

@@ -180,6 +180,24 @@ def test_bad_distribution_flags_are_one_clear_line(corpus, flags, message):
     assert len(lines) == 1 and message in lines[0], result.stderr
 
 
+def test_multi_host_without_jax_names_the_extra_in_one_line(corpus, monkeypatch, capsys):
+    import importlib.util
+
+    from keras_transformer import cli
+
+    root, src, tgt = corpus
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    code = cli.main(_train_command(src, tgt, str(root / "no-jax"), "--distribute", "multi-host", "--coordinator",
+                                   "127.0.0.1:1", "--num-processes", "1", "--process-id", "0")[3:])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert 'needs jax, which is not installed: pip install "keras-transformer-mt[jax]"' in lines[0]
+    assert "KERAS_BACKEND" not in os.environ  # refused before the backend was chosen
+    assert not os.path.exists(root / "no-jax")
+
+
 def test_a_coordinator_nobody_answers_times_out_with_a_message(corpus):
     root, src, tgt = corpus
     port = _free_port()
