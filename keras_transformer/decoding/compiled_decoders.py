@@ -4,7 +4,8 @@ Keras' own compiled predict step, cached per model.
 A decoder with fixed settings is wrapped in a small `keras.Model` compiled with
 `jit_compile=True`, so Keras builds the backend's compiled function (`tf.function(jit_compile=True)`
 on TensorFlow, `jax.jit` on JAX) and retraces it only for new input shapes. The wrappers are
-cached per model (weakly) and per settings, so repeated calls reuse the compiled code.
+cached per model (weakly) and per settings (the 32 most recently used: `LRUCache`), so repeated calls reuse the
+compiled code and a caller trying ever new settings does not grow the process.
 """
 
 import weakref
@@ -13,8 +14,10 @@ import keras
 from keras import ops
 
 from keras_transformer.decoding import loop_ops
+from keras_transformer.decoding.lru import LRUCache
 
 _CACHE = weakref.WeakKeyDictionary()
+SETTINGS_KEPT = 32  # compiled decoders kept per model: the most recently used settings
 
 
 class _DecodingModel(keras.Model):
@@ -94,11 +97,15 @@ def run_compiled(owner, parts, function, inputs, settings):
                 "(the compiler of the enclosing function compiles it)."
             )
     key = (function.__module__, function.__name__, tuple(inputs), tuple(sorted(settings.items())))
-    per_owner = _CACHE.setdefault(owner, {})
-    wrapper = per_owner.get(key)
-    if wrapper is None:
+    per_owner = _CACHE.get(owner)
+    if per_owner is None:
+        per_owner = _CACHE[owner] = LRUCache(SETTINGS_KEPT)
+
+    def make():
         wrapper = _DecodingModel(parts, function, inputs.keys(), settings, owner)
         wrapper.compile(jit_compile=True)
-        per_owner[key] = wrapper
+        return wrapper
+
+    wrapper = per_owner.get(key, make)
     outputs = wrapper.predict_on_batch(tuple(inputs.values()))
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs

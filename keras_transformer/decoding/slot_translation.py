@@ -12,11 +12,13 @@ import keras
 import numpy as np
 
 from keras_transformer.decoding.beam_slot_engine import BeamSlotEngine
+from keras_transformer.decoding.lru import LRUCache
 from keras_transformer.decoding.samplers import BeamSampler
 from keras_transformer.decoding.samplers import GreedySampler
 from keras_transformer.decoding.slot_engine import SlotEngine
 from keras_transformer.models import EnsembleParts
 
+ENGINES_KEPT = 4  # engines (each with its caches and compiled steps) kept per translator, most recently used
 STEPS_PER_CALL = 8  # offline every slot is busy, so a call can run several tokens (measured best of 1, 4, 8)
 
 
@@ -30,14 +32,14 @@ def uses_slots(translator, sampler, count, batch_size):
 def engine_for(translator, sampler, slots, max_length):
     """The translator's engine for these settings, made on first use and kept (`fixed_weights=False`: a model
     still training gets its weights read again when the engine resumes)."""
-    engines = translator.__dict__.setdefault("_slot_engines", {})
+    engines = translator.__dict__.get("_slot_engines")
+    if engines is None:
+        engines = translator.__dict__["_slot_engines"] = LRUCache(ENGINES_KEPT)
     key = (type(sampler).__name__, json.dumps(sampler.get_config(), sort_keys=True, default=str), slots, max_length)
-    if key not in engines:
-        kind = BeamSlotEngine if isinstance(sampler, BeamSampler) else SlotEngine
-        target = translator.target_tokenizer
-        engines[key] = kind(translator.model, max_length, target.start_id, target.end_id, slots=slots,
-                            sampler=sampler, steps_per_call=STEPS_PER_CALL)
-    return engines[key]
+    kind = BeamSlotEngine if isinstance(sampler, BeamSampler) else SlotEngine
+    target = translator.target_tokenizer
+    return engines.get(key, lambda: kind(translator.model, max_length, target.start_id, target.end_id, slots=slots,
+                                         sampler=sampler, steps_per_call=STEPS_PER_CALL))
 
 
 def decode_in_slots(engine, sources, on_done=None):

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from keras_transformer.decoding.languages import is_multilingual
 from keras_transformer.decoding.languages import language_ids
+from keras_transformer.decoding.lru import LRUCache
 from keras_transformer.models.backbone import TransformerBackbone
 from keras_transformer.tasks.tokenizer import TransformerTokenizer
 
@@ -200,12 +201,14 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         languages = languages or (tf.zeros(tf.shape(sources)[:1], tf.int32),) * 2  # (unused for one pair)
         if not tf.executing_eagerly() or sources.shape.rank != 1:
             return self._generate_inputs(sources, prompts, *languages, *lengths)
-        functions = self.__dict__.setdefault("_generate_functions", {})
-        if lengths not in functions:
-            strings, ids = tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32)
-            functions[lengths] = tf.function(lambda a, b, c, d: self._generate_inputs(a, b, c, d, *lengths),
-                                             input_signature=[strings, strings, ids, ids])
-        return functions[lengths](sources, prompts, *languages)
+        functions = self.__dict__.get("_generate_functions")
+        if functions is None:
+            functions = self.__dict__["_generate_functions"] = LRUCache()
+        strings, ids = tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32)
+        function = functions.get(lengths, lambda: tf.function(
+            lambda a, b, c, d: self._generate_inputs(a, b, c, d, *lengths),
+            input_signature=[strings, strings, ids, ids]))
+        return function(sources, prompts, *languages)
 
     def _generate_inputs(self, sources, prompts, source_ids, target_ids, encoder_length, decoder_length):
         # `[START]` plus at most `decoder_length` tokens: generation fills positions 1..decoder_length (a

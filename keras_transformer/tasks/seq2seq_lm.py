@@ -29,6 +29,7 @@ from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import beam_search_with_parts
 from keras_transformer.decoding.greedy import decode_token_by_token
 from keras_transformer.decoding.greedy import greedy_search
+from keras_transformer.decoding.lru import LRUCache
 from keras_transformer.decoding.sampling import make_sampler
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import sampler_for
@@ -239,14 +240,15 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         if self.generate_function is None and keras.config.backend() == "tensorflow" and not self.run_eagerly:
             import tensorflow as tf
 
-            functions = {}  # one traced function per input shape: a new batch or source width is not a "retrace"
+            # One traced function per input shape (a new batch or source width is not a "retrace"), the most
+            # recently used kept.
+            functions = LRUCache()
 
             def generate_function(inputs, stop_token_ids=None):
                 key = (tuple((name, tuple(value.shape)) for name, value in sorted(inputs.items())),
                        tuple(stop_token_ids or ()))
-                if key not in functions:
-                    functions[key] = tf.function(self.generate_step, jit_compile=True)
-                return functions[key](inputs, stop_token_ids=stop_token_ids)
+                function = functions.get(key, lambda: tf.function(self.generate_step, jit_compile=True))
+                return function(inputs, stop_token_ids=stop_token_ids)
 
             self.generate_function = generate_function
         return super().make_generate_function()

@@ -55,3 +55,20 @@ def test_inside_a_callers_compiled_function_the_default_runs_the_plain_decoder()
 def test_jit_compile_takes_true_false_or_none():
     with pytest.raises(TypeError, match="`jit_compile` must be True, False or None"):
         greedy_decode(tiny_model(seed=11), sources(batch=1, length=3, seed=1), 4, START, END, jit_compile="yes")
+
+
+@pytest.mark.skipif(backend() == "torch", reason="PyTorch decodes without compiling")
+def test_compiled_decoders_keep_only_the_most_recently_used_settings(monkeypatch):
+    """A caller asking for ever new settings (here output lengths) does not grow the cache past its bound: the
+    least recently used decoder is dropped, and asked for again it is compiled again with the same output."""
+    monkeypatch.setattr(compiled_decoders, "SETTINGS_KEPT", 2)
+    model = tiny_model(seed=11)
+    src = sources(batch=2, length=5, seed=4)
+    compiled_decoders._CACHE.pop(model, None)
+    first = to_numpy(greedy_decode(model, src, 6, START, END))
+    for length in (7, 8):
+        greedy_decode(model, src, length, START, END)
+    lengths = [dict(key[-1])["max_length"] for key in compiled_decoders._CACHE[model]]
+    assert lengths == [7, 8]
+    np.testing.assert_array_equal(to_numpy(greedy_decode(model, src, 6, START, END)), first)
+    assert [dict(key[-1])["max_length"] for key in compiled_decoders._CACHE[model]] == [8, 6]
