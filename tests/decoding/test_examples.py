@@ -5,6 +5,6 @@ import importlib
 
 
 def test_docstring_examples_run():
-    for module in ("greedy", "beam_search", "sampling"):
+    for module in ("greedy", "beam_search", "sampling", "lru"):
         results = doctest.testmod(importlib.import_module(f"keras_transformer.decoding.{module}"))
         assert results.attempted > 0 and results.failed == 0, module
