@@ -54,8 +54,10 @@ def cmd_serve(args):
     settings = ServerSettings(
         max_batch_size=args.max_batch_size, batch_timeout_ms=args.batch_timeout_ms, max_queued=args.max_queued,
         max_instances=args.max_instances, max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
-        max_streams=args.max_streams, batching=args.batching,
-        steps_per_call=args.steps_per_call)
+        max_streams=args.max_streams, batching=args.batching, steps_per_call=args.steps_per_call,
+        signatures=None if args.signatures == ["all"] else tuple(args.signatures), max_n_best=args.max_n_best,
+        max_decode_rows=args.max_decode_rows, allow_hosts=tuple(args.allow_host), max_connections=args.max_connections,
+        body_timeout_s=args.body_timeout_s)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
     served = load_served_model(args.artifact, args.model_name, decoding, settings, (args.source_lang, args.target_lang))
@@ -69,11 +71,13 @@ def cmd_serve(args):
         import keras
 
         shapes = warm_up_shapes(served, settings)
-        what = (f"the engine's step and inserts at {len(shapes)} source widths up to {shapes[-1][1]} tokens"
-                if engine is not None else f"{len(shapes)} batch shapes (batch sizes up to {settings.max_batch_size}"
-                f" x source widths up to {max(w for _, w in shapes)} tokens)")
-        print(f"keras-transformer serve: warming up {what}; --no-warmup skips this", file=sys.stderr, flush=True)
-        bar = keras.utils.Progbar(len(shapes), unit_name="width" if engine is not None else "shape")
+        counts = {}
+        for name, _, _ in shapes:
+            counts[name] = counts.get(name, 0) + 1
+        what = ", ".join(f"{name} at {count} shapes" for name, count in counts.items())
+        print(f"keras-transformer serve: warming up {what} (source widths up to {max(w for *_, w in shapes)} tokens)"
+              "; --no-warmup skips this", file=sys.stderr, flush=True)
+        bar = keras.utils.Progbar(len(shapes), unit_name="shape")
         seconds = warm_up(served, settings, progress=lambda done, total: bar.update(done))
         print(f"keras-transformer serve: warmed up in {seconds:.1f} s", file=sys.stderr, flush=True)
 
@@ -123,6 +127,23 @@ def register(sub, common):
                    help=f"a request not answered in time gets HTTP 504 (default {d.timeout_s:g} s)")
     p.add_argument("--max-streams", type=positive_int, default=d.max_streams,
                    help=f"most :stream requests at once; more get HTTP 429 (default {d.max_streams})")
+    p.add_argument("--signatures", type=lambda text: text.split(","), default=list(d.signatures),
+                   help="the signatures served, comma-separated, or all (default serving_default); each is compiled at "
+                        "warm-up for every batch shape it can run")
+    p.add_argument("--max-n-best", type=positive_int, default=d.max_n_best,
+                   help=f"largest n_best a request may ask for (default {d.max_n_best}, at most 64); every n_best "
+                        "request decodes this many hypotheses, at one compiled beam width")
+    p.add_argument("--max-decode-rows", type=positive_int, default=d.max_decode_rows,
+                   help="most decoder rows (sentences x beam width) in one compiled call, bounding a batch's memory "
+                        f"(default {d.max_decode_rows})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host header name to accept besides the address listened on and localhost (repeatable; "
+                        "*: any); other names get HTTP 403, so that a web page cannot reach the server by DNS "
+                        "rebinding")
+    p.add_argument("--max-connections", type=positive_int, default=d.max_connections,
+                   help=f"most open connections; more get HTTP 503 at once (default {d.max_connections})")
+    p.add_argument("--body-timeout-s", type=_non_negative_float, default=d.body_timeout_s,
+                   help=f"a request body not received in time gets HTTP 408 (default {d.body_timeout_s:g} s)")
     p.add_argument("--threads", type=positive_int, default=None,
                    help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
                         "default: the runtime's own, every core); fewer leave cores to other processes")

@@ -143,6 +143,38 @@ class Translator(BaseTranslator):
         self.decoding = decoding
         self.max_length = max_length or getattr(decoding, "max_length", None) or self.parts.max_length
         self.jit_compile = keras.backend.backend() != "torch" if jit_compile is None else jit_compile
+        self.shapes = None  # `fix_shapes`
+
+    def fix_shapes(self, rows, widths):
+        """Decode every batch in one of a fixed set of shapes (a server: its compiled decoders then see only the
+        shapes it compiled at warm-up, whatever requests come in).
+
+        Args:
+            rows: the row counts a batch is padded to (the smallest that holds it); `None` goes back to the
+                default (`bucket_rows`).
+            widths: the source widths (token columns) a batch is padded to, the same way; the largest must hold
+                the model's longest source (`max_length`, rounded up to a multiple of 8).
+
+        A batch larger than the largest row count is padded as without fixed shapes (a new shape).
+        """
+        if rows is None:
+            self.shapes = None
+            return
+        rows, widths = tuple(sorted(set(rows))), tuple(sorted(set(widths)))
+        longest = -(-int(self.parts.max_length) // 8) * 8
+        if not rows or not widths or rows[0] < 1 or widths[-1] < longest:
+            raise ValueError(f"fixed shapes need row counts >= 1 and source widths up to at least {longest} (the "
+                             f"model's max_length rounded up to 8); got {rows} and {widths}")
+        self.shapes = rows, widths
+
+    def _padded(self, source_ids):
+        """`source_ids` `[B, S]` padded to the shape it decodes in: repeated rows (dropped after) and 0 columns."""
+        count, width = source_ids.shape
+        if self.shapes is None:
+            return _pad_rows(source_ids, bucket_rows(count))
+        rows = next((r for r in self.shapes[0] if r >= count), bucket_rows(count))
+        columns = next(w for w in self.shapes[1] if w >= width)
+        return _pad_rows(np.pad(source_ids, ((0, 0), (0, columns - width))), rows)
 
     @property
     def languages(self):
@@ -167,7 +199,7 @@ class Translator(BaseTranslator):
     def _decode_rows(self, rows, sampler, max_length):
         source_ids = pad_source_rows(rows, self.source_tokenizer, self.parts.max_length)
         start, end = self.target_tokenizer.start_id, self.target_tokenizer.end_id
-        padded = _pad_rows(source_ids, bucket_rows(len(rows)))
+        padded = self._padded(source_ids)
         tokens = generate(self.model, padded, max_length or self.max_length, start, end, sampler=sampler,
                           jit_compile=self.jit_compile)
         return np.asarray(tokens)[: len(rows)], source_ids
@@ -182,8 +214,8 @@ class Translator(BaseTranslator):
             raise ValueError(f"n-best lists, target prefixes and alignments decode greedily or by beam search, not "
                              f"with {type(sampler).__name__}")
         count = source_ids.shape[0]
-        rows = bucket_rows(count)
-        inputs = {"encoder_inputs": _pad_rows(source_ids, rows)}
+        inputs = {"encoder_inputs": self._padded(source_ids)}
+        rows = inputs["encoder_inputs"].shape[0]
         if prefix is not None:
             inputs["prefix"] = _pad_rows(np.asarray(prefix, dtype="int32"), rows)
         settings = dict(max_length=max_length or self.max_length, start_id=self.target_tokenizer.start_id,
@@ -313,7 +345,8 @@ class Translator(BaseTranslator):
         outputs = [""] * len(texts)
         for chunk in self._chunks(rows, batch_size, skip=blank):
             source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
-            prefix = np.zeros((len(chunk), max(1, max(len(forced[i]) for i in chunk))), dtype="int32")
+            # Every prefix padded to the longest one allowed: one compiled shape, whatever prefixes come in.
+            prefix = np.zeros((len(chunk), max(1, limit)), dtype="int32")
             for row, i in enumerate(chunk):
                 prefix[row, : len(forced[i])] = forced[i]
             tokens, _ = self._search(source_ids, sampler, max_length, prefix=prefix)

@@ -9,16 +9,21 @@ Routes (NAME is the model name; `/versions/1` may follow it, as TF Serving allow
 - `POST /v1/models/NAME:stream`: `{"text": ...}` answered as it is decoded, one JSON line per piece of text
   (`application/x-ndjson`), then a line with the whole translation.
 
-Every error is `{"error": "..."}` with a 4xx or 5xx status, and the server goes on serving.
+Every error is `{"error": "..."}` with a 4xx or 5xx status, and the server goes on serving. A request whose `Host`
+is not the server's own (`host_allowed`) gets 403, a predict or stream body that is not `application/json` 415, a
+body not received within `body_timeout_s` 408. An internal error is a 500 that says only "internal error" and the
+request id, which the server's log line carries with the details (every response has the `X-Request-Id` header).
 """
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import re
 import threading
 import time
+import uuid
 
 from fastapi import FastAPI
 from fastapi import Request
@@ -53,25 +58,67 @@ def _status_body():
                                       "status": {"error_code": "OK", "error_message": ""}}]}
 
 
-async def _read_body(request, limit):
+async def _read_body(request, limit, timeout):
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise RequestError(f"the request body must be JSON with Content-Type: application/json, got "
+                           f"{kind or 'no Content-Type'!r} (curl --json, or -H 'Content-Type: application/json')",
+                           415)
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise RequestError(f"the request body has {int(length)} bytes; at most {limit} (--max-body-bytes)", 413)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(f"the request body exceeds {limit} bytes (--max-body-bytes)", 413)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(f"the request body exceeds {limit} bytes (--max-body-bytes)", 413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(f"the request body did not arrive within {timeout:g} s (--body-timeout-s)", 408) from None
     return b"".join(chunks)
 
 
-class AccessLog:
-    """ASGI middleware: one log line per request (client, method, path, status, sentences, milliseconds), and a
-    JSON 500 for an unexpected failure (the server goes on). Plain ASGI: no extra task or stream per request."""
+def host_allowed(host_header, listen, allowed=()):
+    """Whether a request's `Host` header names this server, listening on `listen` (`None`: not checked).
 
-    def __init__(self, app):
-        self.app = app
+    Accepted: the listen address; `localhost` and loopback addresses on a loopback or every-interface address;
+    any address literal on an every-interface address (a DNS-rebinding page sends its own domain name, never an
+    address); a name in `allowed` (`"*"`: anything). A request without `Host` (HTTP/1.0) is accepted."""
+    if listen is None or host_header is None or "*" in allowed:
+        return True
+    name = host_header.strip().lower()
+    name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0] if (
+        name.count(":") == 1) else name
+    if name in allowed or name == listen.lower():
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        address = None
+    wildcard = listen in ("0.0.0.0", "::", "")
+    try:
+        loopback = ipaddress.ip_address(listen).is_loopback
+    except ValueError:
+        loopback = listen == "localhost"
+    if name == "localhost" or (address is not None and address.is_loopback):
+        return loopback or wildcard
+    return wildcard and address is not None
+
+
+def internal_error(request_id):
+    """The text of a 500: no exception text, path or op name reaches a client; the log has them, by request id."""
+    return f"internal error (request id {request_id}; the server log has the details)"
+
+
+class AccessLog:
+    """ASGI middleware: a request id (`X-Request-Id`), one log line per request (id, client, method, path, status,
+    sentences, milliseconds), the `Host` check (403), and a JSON 500 for an unexpected failure (the server goes on).
+    Plain ASGI: no extra task or stream per request."""
+
+    def __init__(self, app, listen=None, allowed=()):
+        self.app, self.listen, self.allowed = app, listen, allowed
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -79,34 +126,41 @@ class AccessLog:
         begin = time.perf_counter()
         state = scope.setdefault("state", {})
         state["sentences"] = 0
+        state["request_id"] = request_id = uuid.uuid4().hex[:16]
         status, logged = [], []
 
         def log_line():
             if not logged:  # once, before the response's last bytes go out (a client never sees it first)
                 logged.append(True)
                 client = scope["client"][0] if scope.get("client") else "-"
-                log.info("%s %s %s %d %d sentences %.1f ms", client, scope["method"], scope["path"],
+                log.info("%s %s %s %s %d %d sentences %.1f ms", request_id, client, scope["method"], scope["path"],
                          status[0] if status else 500, state["sentences"], 1000 * (time.perf_counter() - begin))
 
         async def sending(message):
             if message["type"] == "http.response.start":
                 status.append(message["status"])
+                message = dict(message, headers=[*message.get("headers", []), (b"x-request-id", request_id.encode())])
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 log_line()
             await send(message)
 
+        host = dict(scope.get("headers") or []).get(b"host")
+        if not host_allowed(None if host is None else host.decode("latin-1"), self.listen, self.allowed):
+            await _error(403, f"Host {host.decode('latin-1')[:100]!r} is not this server's address (start it with "
+                         "--allow-host NAME to accept that name)")(scope, receive, sending)
+            return log_line()
         try:
             await self.app(scope, receive, sending)
         except Exception:
-            log.exception("%s %s failed", scope["method"], scope["path"])
+            log.exception("request %s: %s %s failed", request_id, scope["method"], scope["path"])
             if not status:  # nothing sent yet: the client gets a JSON 500
-                await _error(500, "internal error while answering the request (see the server log)")(
-                    scope, receive, sending)
+                await _error(500, internal_error(request_id))(scope, receive, sending)
         log_line()
 
 
-def create_app(served, settings=None):
-    """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`)."""
+def create_app(served, settings=None, listen=None):
+    """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`); `listen`:
+    the address the server listens on, which a request's `Host` must name (`None`: not checked)."""
     settings = settings or ServerSettings()
     batcher = engine = None
     streams = threading.BoundedSemaphore(settings.max_streams)
@@ -136,7 +190,7 @@ def create_app(served, settings=None):
     async def http_error(request, error):
         return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
 
-    app.add_middleware(AccessLog)
+    app.add_middleware(AccessLog, listen=listen, allowed=settings.allow_hosts)
 
     def route(rest):
         match = _ROUTE.match(rest)
@@ -161,11 +215,12 @@ def create_app(served, settings=None):
         if match["verb"] not in ("predict", "stream"):
             raise RequestError(f"unknown method {match['verb'] or '(none)'!r}: POST /v1/models/{served.name}:predict "
                                f"or :stream", 404)
-        payload = decode_json(await _read_body(request, settings.max_body_bytes))
+        payload = decode_json(await _read_body(request, settings.max_body_bytes, settings.body_timeout_s))
         if match["verb"] == "stream":
             return _stream(payload, request)
         parsed = parse_predict(payload, served.signatures, settings.max_instances)
         request.state.sentences = len(parsed.rows)
+        served.check(parsed)  # what can be refused is refused before it is queued
         if not parsed.rows:
             return shape_response(parsed, [])
         rows = served.with_languages(parsed.rows)  # checked before queueing: a bad code is this request's 400
@@ -229,9 +284,10 @@ def create_app(served, settings=None):
                     text += piece
                     yield json.dumps({"text": piece}) + "\n"
                 yield json.dumps({"translation": text, "done": True}) + "\n"
-            except Exception as error:  # the status is sent already: the last line says what went wrong
-                log.exception("stream failed")
-                yield json.dumps({"error": str(error)}) + "\n"
+            except Exception:  # the status is sent already: the last line says that it failed
+                request_id = request.state.request_id
+                log.exception("request %s: stream failed", request_id)
+                yield json.dumps({"error": internal_error(request_id)}) + "\n"
             finally:
                 pieces.close()  # a client that left frees the engine's slot
                 release()

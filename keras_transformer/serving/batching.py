@@ -3,9 +3,11 @@
 A batch closes when it holds `max_batch_size` sentences, or `batch_timeout` seconds after its first request
 arrived (TF Serving's `max_batch_size` and `batch_timeout_micros`). One worker thread runs one batch at a time
 (`num_batch_threads: 1`: a batch's matrix products already use every core). Only requests with the same batch key
-(signature and options) share a batch. A batch that fails is run again request by request, so that one request's
-bad input fails that request alone. The queue holds at most `max_queued` sentences: `submit` refuses more
-(`QueueFull`), so memory stays bounded under any load.
+(signature and options) share a batch. A batch that fails on input (`ValueError`, what a translator raises for a
+request it refuses) is run again request by request, so that one request's bad input fails that request alone; any
+other failure (out of memory, an internal error) is no request's fault and fails the batch's requests at once. The
+queue holds at most `max_queued` sentences: `submit` refuses more (`QueueFull`), so memory stays bounded under any
+load.
 """
 
 import collections
@@ -129,8 +131,9 @@ class Batcher:
             try:
                 self._run(jobs)
             except BaseException as error:
-                if len(jobs) == 1:  # the request gets the error; the worker goes on
-                    jobs[0].future.set_exception(error)
+                if len(jobs) == 1 or not isinstance(error, ValueError):  # the requests get the error; the worker
+                    for job in jobs:                                       # goes on
+                        job.future.set_exception(error)
                     continue
                 for job in jobs:  # one request's bad input must not fail the others: each runs alone
                     try:

@@ -1,6 +1,15 @@
-"""`ServedModel`: one translator behind the protocol's signatures, answering a batch of rows of one signature."""
+"""`ServedModel`: one translator behind the protocol's signatures, answering a batch of rows of one signature.
 
+Every request has a bounded cost: `n_best` at most `max_n_best` (decoded at one beam width), at most
+`max_decode_rows` decoder rows per compiled call, prefixes checked before they are queued, and a translator that
+compiles decodes in a fixed set of shapes (`batch_shapes`), which `serving.server.warm_up` compiles in advance.
+"""
+
+from keras_transformer.decoding.base_translator import translate_in_batches
 from keras_transformer.decoding.languages import unknown_code_error
+from keras_transformer.decoding.slot_engine import DEFAULT_SOURCE_BUCKETS
+from keras_transformer.decoding.translator import Translator
+from keras_transformer.decoding.translator import tokenize_rows
 from keras_transformer.serving.protocol import SIGNATURES
 from keras_transformer.serving.protocol import RequestError
 
@@ -23,13 +32,17 @@ class ServedModel:
         steps_per_call: tokens the engine advances per compiled call.
         source_language, target_language: a multilingual model's default codes for requests that give none
             (`None`: the model's own default, if it has one).
+        signatures: the signature names served (`None`: all the translator answers).
+        max_n_best: the largest `n_best` (every `n_best` request decodes this many hypotheses).
+        max_decode_rows: the most decoder rows (sentences x beam width) in one compiled call.
 
     A multilingual model (M2M-100, NLLB-200) answers `serving_default`, whose sentences each take an optional
     `source_language` and `target_language`; sentences into different languages decode in one batch.
     """
 
     def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True, steps_per_call=8,
-                 source_language=None, target_language=None):
+                 source_language=None, target_language=None, signatures=("serving_default",), max_n_best=4,
+                 max_decode_rows=128):
         from keras_transformer.serving.continuous import engine_for
 
         self.translator, self.name = translator, name
@@ -38,11 +51,60 @@ class ServedModel:
         self.languages = tuple(getattr(translator, "languages", ()) or ())
         self.default_languages = self._defaults(source_language, target_language)
         if self.languages:
-            self.signatures = {"serving_default": SIGNATURES["serving_default"].with_languages()}
+            answered = {"serving_default": SIGNATURES["serving_default"].with_languages()}
         else:
-            self.signatures = {n: s for n, s in SIGNATURES.items() if translator.supports(s.translator_method)}
+            answered = {n: s for n, s in SIGNATURES.items() if translator.supports(s.translator_method)}
+        unknown = [n for n in signatures or () if n not in answered]
+        if unknown:
+            raise ValueError(f"--signatures: {type(translator).__name__} does not answer {unknown[0]!r}; it answers "
+                             f"{', '.join(answered)}")
+        self.signatures = {n: s for n, s in answered.items() if signatures is None or n in signatures}
+        self.max_n_best, self.max_decode_rows = max_n_best, max_decode_rows
+        self.sentences_per_call = {n: self._sentences_per_call(n) for n in self.signatures}
         self.engine, self.engine_note = (engine_for(translator, self.decoding, batch_size, steps_per_call) if continuous
                                          else (None, "--batching static"))
+        self.batch_shapes = self._fix_shapes()
+
+    def beam_width(self, signature):
+        """Decoder rows per sentence of `signature`: the decoding's beam (`n_best`: at least `max_n_best`)."""
+        beam = self.decoding.get("beam_size") or getattr(getattr(self.translator, "decoding", None), "beam_size",
+                                                         None) or 1
+        return max(beam, self.max_n_best) if signature == "n_best" else 1 if signature == "score" else beam
+
+    def _sentences_per_call(self, signature):
+        width = self.beam_width(signature)
+        if width > self.max_decode_rows:
+            raise ValueError(f"--max-decode-rows {self.max_decode_rows} is below the beam width {width} of "
+                             f"{signature} (beam size, or --max-n-best): one sentence would not fit")
+        return max(1, min(self.batch_size, self.max_decode_rows // width))
+
+    def _fix_shapes(self):
+        """`{signature: [(rows, source width), ...]}`: the shapes each batch-at-a-time signature decodes in, fixed
+        on a translator that compiles per shape (`Translator.fix_shapes`); `{}` for one that does not."""
+        translator = self.translator
+        if not hasattr(translator, "fix_shapes") or not getattr(translator, "jit_compile", False):
+            return {}
+        longest = -(-int(translator.parts.max_length) // 8) * 8
+        widths = [b for b in DEFAULT_SOURCE_BUCKETS if b < longest] + [longest]
+        counts = set(self.sentences_per_call.values())
+        rows = sorted({4 ** i for i in range(8) if 4 ** i < max(counts)} | counts)
+        translator.fix_shapes(rows, widths)
+        static = [n for n in self.signatures if n != "score" and not (n == "serving_default" and self.engine)]
+        return {n: [(r, w) for w in widths for r in rows if r <= self.sentences_per_call[n]] for n in static}
+
+    def check(self, request):
+        """Refuses (`RequestError`) what a request asks beyond this server's limits, before it is queued."""
+        options = dict(request.options)
+        if options.get("n_best", 0) > self.max_n_best:
+            raise RequestError(f"n_best {options['n_best']}: at most {self.max_n_best} on this server "
+                               "(--max-n-best)")
+        if request.signature.name == "translate_with_prefix" and isinstance(self.translator, Translator):
+            limit = (self.decoding.get("max_length") or self.translator.max_length) - 1
+            prefixes = tokenize_rows(self.translator.target_tokenizer, [row[1] for row in request.rows])
+            for index, length in enumerate(len(row) for row in prefixes):
+                if length > limit:
+                    raise RequestError(f"instances[{index}].prefix has {length} tokens; at most {limit} (the "
+                                       "output's max_length - 1)")
 
     def metadata(self):
         """TF Serving's `GET /v1/models/NAME/metadata` answer."""
@@ -101,22 +163,27 @@ class ServedModel:
         options = dict(options)
         texts = [row[0] for row in rows]
         t = self.translator
+        size = self.sentences_per_call.get(name, self.batch_size)
         if name == "serving_default":
             languages = {}
             if self.languages:  # rows checked by `with_languages`
                 languages = {"source_language": [row[1] for row in rows], "target_language": [row[2] for row in rows]}
-            return [{"translation": s} for s in t.translate(texts, batch_size=self.batch_size, **self.decoding,
-                                                             **languages)]
-        if name == "n_best":
-            lists = t.translate_n_best(texts, options["n_best"], batch_size=self.batch_size, **self.decoding)
-            return [{"translations": [h for h, _ in hyps], "scores": [s for _, s in hyps]} for hyps in lists]
+            # At most `size` sentences per call, similar lengths together: never more rows than the fixed shapes
+            # hold (a translator given more than `batch_size` sentences would decode them in a `SlotEngine`).
+            return [{"translation": s} for s in translate_in_batches(
+                texts, size, 0, lambda chunk, *codes: t.translate(
+                    [text.decode("utf-8") for text in chunk], batch_size=size, **self.decoding,
+                    **dict(zip(languages, codes))), columns=list(languages.values()))]
+        if name == "n_best":  # one beam width for every request: the first `n_best` of `max_n_best` hypotheses
+            lists = t.translate_n_best(texts, self.max_n_best, batch_size=size, **self.decoding)
+            return [{"translations": [h for h, _ in hyps[: options["n_best"]]],
+                     "scores": [s for _, s in hyps[: options["n_best"]]]} for hyps in lists]
         if name == "score":
-            return t.score(texts, [row[1] for row in rows], normalize=options["normalize"],
-                           batch_size=self.batch_size)
+            return t.score(texts, [row[1] for row in rows], normalize=options["normalize"], batch_size=size)
         if name == "translate_with_prefix":
             return [{"translation": s} for s in t.translate_with_prefix(
-                texts, [row[1] for row in rows], batch_size=self.batch_size, **self.decoding)]
+                texts, [row[1] for row in rows], batch_size=size, **self.decoding)]
         if name == "align":
             return [{"translation": s, "alignment": alignment_text(pairs)}
-                    for s, pairs in t.align(texts, batch_size=self.batch_size, **self.decoding)]
+                    for s, pairs in t.align(texts, batch_size=size, **self.decoding)]
         raise ValueError(f"unknown signature {name!r}")

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 
+from keras_transformer.decoding.translator import tokenize_rows
 from keras_transformer.serving.app import create_app
 from keras_transformer.serving.served_model import ServedModel
 from keras_transformer.serving.settings import ServerSettings
@@ -33,40 +34,67 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None, l
         raise ValueError(f"model name {name!r}: must be non-empty, without '/' or ':' (--model-name)")
     return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size,
                        continuous=settings.batching == "continuous", steps_per_call=settings.steps_per_call,
-                       source_language=languages[0], target_language=languages[1])
+                       source_language=languages[0], target_language=languages[1], signatures=settings.signatures,
+                       max_n_best=settings.max_n_best, max_decode_rows=settings.max_decode_rows)
 
 
 def warm_up_shapes(served, settings):
-    """The `(rows, source tokens)` shapes `warm_up` decodes.
+    """The `(signature, rows, source tokens)` shapes `warm_up` decodes.
 
-    With a `SlotEngine` (continuous batching): its slots at each of its source buckets. Batch at a time: every
-    batch bucket the batcher can form (1, 2, 4, 8, then multiples of 8 up to `max_batch_size`) at every
-    source-width bucket (multiples of 8 up to the model's source length), narrow widths first."""
+    With a `SlotEngine` (continuous batching): `serving_default` at the engine's slots and each of its source
+    buckets. Batch at a time, on a translator with fixed shapes (`ServedModel.batch_shapes`): each of its shapes,
+    for each signature served. Otherwise (an exported artifact, which compiles nothing per shape) `serving_default`
+    at a few batch sizes and source widths."""
+    shapes = []
     if getattr(served, "engine", None) is not None:
-        return [(served.engine.slots, width) for width in served.engine.source_buckets]
+        shapes += [("serving_default", served.engine.slots, width) for width in served.engine.source_buckets]
+    for name, pairs in served.batch_shapes.items():
+        shapes += [(name, rows, width) for rows, width in pairs]
+    if shapes:
+        return shapes
     translator = served.translator
     longest = getattr(getattr(translator, "parts", None), "max_length", None) or getattr(translator, "max_length", 64)
-    sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8)} | set(
-        range(16, settings.max_batch_size + 1, 8)))
-    widths = sorted({min(w, longest) for w in range(8, longest + 8, 8)})
-    return [(size, width) for width in widths for size in sizes]
+    sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8, settings.max_batch_size)})
+    widths = sorted({min(w, longest) for w in (8, 32, 128, longest)})
+    return [("serving_default", size, width) for width in widths for size in sizes]
+
+
+def _text_of_width(served, width, longest):
+    """A text that `[START] text [END]` makes `width` tokens or a few fewer (a long one is cut at `longest`)."""
+    tokenizer = getattr(served.translator, "source_tokenizer", None)
+    if tokenizer is None or width >= longest:
+        return " ".join(["a"] * max(1, width - 2))
+    for words in range(max(1, width - 2), 0, -1):
+        if len(tokenize_rows(tokenizer, [" ".join(["a"] * words)])[0]) + 2 <= width:
+            return " ".join(["a"] * words)
+    return "a"
+
+
+def _example(served, name, text):
+    return {"translate_with_prefix": (text, ""), "score": (text, text)}.get(name, served.example_row(text)
+                                                                             if name == "serving_default" else (text,))
 
 
 def warm_up(served, settings, progress=None):
     """Compiles what the server runs before the first request: the engine's step and inserts at each source bucket
-    (continuous batching), or a dummy batch of each shape of `warm_up_shapes` (one program per batch and width
-    bucket). `progress(done, total)` is called after each. Returns
-    the seconds it took."""
+    (continuous batching), and a dummy batch of each batch-at-a-time shape of each signature served
+    (`warm_up_shapes`). `progress(done, total)` is called after each. Returns the seconds it took."""
     begin = time.perf_counter()
     shapes = warm_up_shapes(served, settings)
+    done = 0
     if getattr(served, "engine", None) is not None:  # every step and insert the engine runs, compiled once
-        served.engine.warm_up(progress=progress)
+        served.engine.warm_up(progress=None if progress is None else lambda d, t: progress(d, len(shapes)))
         translator = served.translator  # and the tokenizers' traced functions, which the engine's requests call
         translator.target_tokenizer.detokenize(translator.source_tokenizer.tokenize(["warm up", "a"]))
-        return time.perf_counter() - begin
-    for done, (size, width) in enumerate(shapes, 1):
-        text = " ".join(["a"] * max(1, width - 2))  # about one token per word: `width` with [START] and [END]
-        served.run(("serving_default", ()), [served.example_row(text)] * size)
+        done = len(served.engine.source_buckets)
+    longest = max(width for _, _, width in shapes)
+    texts = {}
+    for name, size, width in shapes[done:]:
+        if width not in texts:
+            texts[width] = _text_of_width(served, width, longest)
+        options = (("n_best", 1),) if name == "n_best" else (("normalize", False),) if name == "score" else ()
+        served.run((name, options), [_example(served, name, texts[width])] * size)
+        done += 1
         if progress is not None:
             progress(done, len(shapes))
     return time.perf_counter() - begin
@@ -77,7 +105,9 @@ def _config(app, settings, log_level):
 
     # Our own access line per request (`serving.app`), so uvicorn's access log is off; its lifecycle lines stay.
     return uvicorn.Config(app, log_config=None, access_log=False, log_level=log_level, lifespan="on",
-                          timeout_graceful_shutdown=settings.timeout_s, timeout_keep_alive=5)
+                          timeout_graceful_shutdown=settings.timeout_s, timeout_keep_alive=5,
+                          # uvicorn counts the connection asking among the open ones: N more than it are refused
+                          limit_concurrency=settings.max_connections + 1)
 
 
 def _bind(host, port):
@@ -105,7 +135,7 @@ def serve(served, host="127.0.0.1", port=8501, settings=None, log_level="info", 
 
     settings = settings or ServerSettings()
     sock = _bind(host, port)
-    server = uvicorn.Server(_config(create_app(served, settings), settings, log_level))
+    server = uvicorn.Server(_config(create_app(served, settings, listen=host), settings, log_level))
     if on_ready is not None:
         on_ready(f"http://{host}:{sock.getsockname()[1]}")
     # uvicorn handles SIGINT/SIGTERM (a graceful shutdown), then raises the signal again for the handlers it
@@ -143,7 +173,7 @@ def start_server(served, host="127.0.0.1", port=0, settings=None, log_level="war
 
     settings = settings or ServerSettings()
     sock = _bind(host, port)
-    app = create_app(served, settings)
+    app = create_app(served, settings, listen=host)
     server = uvicorn.Server(_config(app, settings, log_level))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
                               name="keras-transformer-serve")

@@ -27,6 +27,17 @@ class ServerSettings:
         steps_per_call: the most tokens the engine's slots advance per compiled call (continuous batching); a call
             returns early once a quarter of the busy slots ended. More save per-call overhead; an arriving sentence
             waits for the running call to return.
+        signatures: the signatures served (names; `None`: every one the artifact answers). Each is compiled at
+            warm-up for every shape it can run, so the default serves `serving_default` alone.
+        max_n_best: the largest `n_best` a request may ask for (400 above it). Every `n_best` request decodes at
+            this one beam width (at least the decoding's beam) and gets its first `n_best` hypotheses: one
+            compiled program, whatever values requests send.
+        max_decode_rows: the most decoder rows (sentences x beam width) one compiled call holds: batches of a
+            wide beam are cut into fewer sentences, so a request's memory is bounded whatever its options.
+        allow_hosts: `Host` names accepted besides the address listened on (and `localhost` on a loopback or
+            every-interface address); `"*"`: any. Others get 403 (a DNS-rebinding page cannot reach the server).
+        max_connections: the most open connections; more are answered 503 at once.
+        body_timeout_s: a request body not received within it gets 408 (a slow client cannot hold a connection).
     """
 
     max_batch_size: int = 32
@@ -38,10 +49,24 @@ class ServerSettings:
     max_streams: int = 4
     batching: str = "continuous"
     steps_per_call: int = 8
+    signatures: tuple = ("serving_default",)
+    max_n_best: int = 4
+    max_decode_rows: int = 128
+    allow_hosts: tuple = ()
+    max_connections: int = 256
+    body_timeout_s: float = 10.0
 
     def __post_init__(self):
+        if self.signatures is not None:
+            if isinstance(self.signatures, str) or not self.signatures:
+                raise ValueError(f"signatures must be a non-empty tuple of names (or None: all), got "
+                                 f"{self.signatures!r}")
+            object.__setattr__(self, "signatures", tuple(self.signatures))
+        object.__setattr__(self, "allow_hosts", tuple(h.lower() for h in self.allow_hosts))
+        if not self.body_timeout_s > 0:
+            raise ValueError(f"body_timeout_s must be > 0, got {self.body_timeout_s!r}")
         for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams",
-                     "steps_per_call"):
+                     "steps_per_call", "max_n_best", "max_decode_rows", "max_connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -50,5 +75,7 @@ class ServerSettings:
                              f"{self.timeout_s!r}")
         if self.batching not in BATCHING:
             raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
+        if self.max_n_best > 64:
+            raise ValueError(f"max_n_best must be at most 64, got {self.max_n_best}")
         if self.max_instances > self.max_queued:
             raise ValueError(f"max_instances ({self.max_instances}) must not exceed max_queued ({self.max_queued})")

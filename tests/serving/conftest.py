@@ -15,9 +15,10 @@ def tiny_run_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def served_model(tiny_run_dir):
+    from keras_transformer.serving import ServerSettings
     from keras_transformer.serving import load_served_model
 
-    return load_served_model(tiny_run_dir)
+    return load_served_model(tiny_run_dir, settings=ServerSettings(signatures=None))  # every signature
 
 
 @pytest.fixture(scope="session")

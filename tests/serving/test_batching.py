@@ -19,7 +19,8 @@ WAIT = 10  # seconds any wait in these tests may take before it counts as a hang
 class Recorder:
     """A `run_batch` that records each batch as `(key, items)` and returns `"key:item"` per item.
 
-    While `gate` is not set, a batch holding the item "block" waits for it; an item "boom" raises `RuntimeError`.
+    While `gate` is not set, a batch holding the item "block" waits for it; an item "boom" raises `RuntimeError` (an
+    internal failure), an item "refused" `ValueError` (what a translator raises for input it refuses).
     """
 
     def __init__(self):
@@ -36,6 +37,8 @@ class Recorder:
             assert self.gate.wait(WAIT)
         if "boom" in items:
             raise RuntimeError("boom")
+        if "refused" in items:
+            raise ValueError("refused")
         return [f"{key}:{item}" for item in items]
 
     def items_run(self):
@@ -160,20 +163,33 @@ def test_results_go_back_to_their_own_futures_in_order(make_batcher):
     assert recorder.batches[1:] == [("k", ["x", "y", "z", "u", "v", "w"])]
 
 
-def test_an_error_fails_only_the_request_that_caused_it_and_the_worker_goes_on(make_batcher):
+def test_refused_input_fails_only_the_request_that_caused_it_and_the_worker_goes_on(make_batcher):
+    batcher, recorder = make_batcher(max_batch_size=32, batch_timeout=0)
+    block_worker(batcher, recorder)
+    failing = batcher.submit("bad", ["refused"])
+    sharing = batcher.submit("bad", ["other"])
+    unaffected = batcher.submit("good", ["fine"])
+    recorder.gate.set()
+    with pytest.raises(ValueError, match="refused"):
+        failing.result(WAIT)
+    # The batch refused on input ran again request by request: the request that shared it gets its own answer.
+    assert sharing.result(WAIT) == ["bad:other"]
+    assert ("bad", ["refused", "other"]) in recorder.batches and ("bad", ["other"]) in recorder.batches
+    assert unaffected.result(WAIT) == ["good:fine"]
+    assert batcher.submit("bad", ["later"]).result(WAIT) == ["bad:later"]
+
+
+def test_an_internal_failure_fails_the_batch_once_without_running_its_requests_again(make_batcher):
     batcher, recorder = make_batcher(max_batch_size=32, batch_timeout=0)
     block_worker(batcher, recorder)
     failing = batcher.submit("bad", ["boom"])
     sharing = batcher.submit("bad", ["other"])
-    unaffected = batcher.submit("good", ["fine"])
     recorder.gate.set()
-    with pytest.raises(RuntimeError, match="boom"):
-        failing.result(WAIT)
-    # The failed batch ran again request by request: the request that shared it gets its own answer.
-    assert sharing.result(WAIT) == ["bad:other"]
-    assert ("bad", ["boom", "other"]) in recorder.batches and ("bad", ["other"]) in recorder.batches
-    assert unaffected.result(WAIT) == ["good:fine"]
-    assert batcher.submit("bad", ["later"]).result(WAIT) == ["bad:later"]
+    for future in (failing, sharing):  # out of memory or an internal error is no request's fault
+        with pytest.raises(RuntimeError, match="boom"):
+            future.result(WAIT)
+    assert [items for key, items in recorder.batches if key == "bad"] == [["boom", "other"]]
+    assert batcher.submit("bad", ["later"]).result(WAIT) == ["bad:later"]  # the worker goes on
 
 
 def test_a_wrong_number_of_results_is_an_error_for_the_batch(make_batcher):

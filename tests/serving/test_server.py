@@ -124,11 +124,13 @@ def _chunks(size):
         yield chunk
 
 
+JSON = {"content-type": "application/json"}
+
 BAD_REQUESTS = [
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"'}, 400, id="malformed-json"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"', "headers": JSON}, 400, id="malformed-json"),
     pytest.param("POST", "{model}:predict", {"json": ["a"]}, 400, id="json-array"),
     pytest.param("POST", "{model}:predict", {"json": "a"}, 400, id="json-string"),
-    pytest.param("POST", "{model}:predict", {"content": b""}, 400, id="empty-body"),
+    pytest.param("POST", "{model}:predict", {"content": b"", "headers": JSON}, 400, id="empty-body"),
     pytest.param("POST", "{model}:predict", {"json": {"instance": ["a"]}}, 400, id="unknown-field"),
     pytest.param("POST", "{model}:predict", {"json": {"instances": ["a"], "inputs": ["a"]}}, 400,
                  id="instances-and-inputs"),
@@ -142,11 +144,12 @@ BAD_REQUESTS = [
                  id="instance-without-text"),
     pytest.param("POST", "{model}:predict", {"json": {"instances": [{"text": "a", "n_best": 2}]}}, 400,
                  id="option-of-another-signature"),
-    pytest.param("POST", "{model}:predict", {"content": b"x" * (10 << 20)}, 413, id="10MB-body"),
-    pytest.param("POST", "{model}:predict", {"content": _chunks}, 413, id="10MB-chunked-body"),
+    pytest.param("POST", "{model}:predict", {"content": b"x" * (10 << 20), "headers": JSON}, 413, id="10MB-body"),
+    pytest.param("POST", "{model}:predict", {"content": _chunks, "headers": JSON}, 413, id="10MB-chunked-body"),
     pytest.param("POST", "{model}:predict", {"json": {"instances": ["a"] * 10_000}}, 413, id="10000-instances"),
     pytest.param("POST", "{model}:predict", {"json": {"inputs": ["a"] * 10_000}}, 413, id="10000-inputs"),
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["\xff\xfe"]}'}, 400, id="invalid-utf8"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["\xff\xfe"]}', "headers": JSON}, 400,
+                 id="invalid-utf8"),
     pytest.param("POST", "{model}:predict", {"json": {"signature_name": "classify", "instances": ["a"]}}, 400,
                  id="unknown-signature"),
     pytest.param("POST", "{model}:predict", {"json": {"signature_name": 1, "instances": ["a"]}}, 400,
@@ -166,8 +169,24 @@ BAD_REQUESTS = [
     pytest.param("GET", "/v2/nothing", {}, 404, id="wrong-path"),
     pytest.param("GET", "/", {}, 404, id="root"),
     pytest.param("POST", "{model}:stream", {"json": {"text": 3}}, 400, id="stream-text-number"),
-    pytest.param("POST", "{model}:predict", {"content": b"[" * 100_000 + b"]" * 100_000}, 400,
+    pytest.param("POST", "{model}:predict", {"content": b"[" * 100_000 + b"]" * 100_000, "headers": JSON}, 400,
                  id="deeply-nested-json"),
+    # What a web page can send without asking first (a form, text/plain), and no type at all: 415.
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}',
+                                              "headers": {"content-type": "application/x-www-form-urlencoded"}},
+                 415, id="form-content-type"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}',
+                                              "headers": {"content-type": "text/plain"}}, 415, id="text-content-type"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}'}, 415, id="no-content-type"),
+    pytest.param("POST", "{model}:stream", {"content": b'{"text": "a"}', "headers": {"content-type": "text/plain"}},
+                 415, id="stream-text-content-type"),
+    # Costs beyond the server's limits are refused before they are queued.
+    pytest.param("POST", "{model}:predict", {"json": {"signature_name": "n_best",
+                                                      "instances": [{"text": "a", "n_best": 64}]}}, 400,
+                 id="n-best-over-max-n-best"),
+    pytest.param("POST", "{model}:predict", {"json": {"signature_name": "translate_with_prefix",
+                                                      "instances": [{"text": "a", "prefix": "a " * 500}]}}, 400,
+                 id="prefix-longer-than-the-output"),
 ]
 
 
@@ -227,6 +246,9 @@ class StubModel:
     def with_languages(self, rows):
         return rows
 
+    def check(self, request):
+        pass
+
     def run(self, key, rows):
         assert key == ("serving_default", ())
         texts = [row[0] for row in rows]
@@ -234,7 +256,9 @@ class StubModel:
             self.batches.append(texts)
         assert self.gate.wait(WAIT)
         if "fail" in texts:
-            raise RuntimeError("the stub failed")
+            raise RuntimeError("the stub failed at /secret/path")
+        if "refused" in texts:
+            raise ValueError("the stub refuses 'refused'")
         return [{"translation": text.upper()} for text in texts]
 
     def texts_run(self):
@@ -335,15 +359,22 @@ def test_a_request_past_timeout_s_is_a_504_its_queued_sentences_are_dropped_and_
         assert "queued" not in stub.texts_run()
 
 
-def test_an_error_in_the_model_is_a_5xx_json_error_and_the_server_goes_on():
+def test_an_error_in_the_model_is_a_500_that_names_only_a_request_id_and_the_server_goes_on(caplog):
+    caplog.set_level(logging.INFO, logger="keras_transformer.serving")
     stub = StubModel()
     with serving(stub, batch_timeout_ms=0) as server:
         url = predict_url(server, stub)
         response = httpx.post(url, json={"instances": ["fail"]}, timeout=WAIT)
-        assert 500 <= response.status_code < 600
-        assert_json_error(response, response.status_code)
+        assert_json_error(response, 500)
+        request_id = response.headers["x-request-id"]
+        # The client learns nothing of the failure (no exception text, no path); the log has it, by request id.
+        assert response.json() == {"error": f"internal error (request id {request_id}; the server log has the "
+                                            "details)"}
+        logged = [r for r in caplog.records if request_id in r.getMessage()]
+        assert any(r.exc_info and "/secret/path" in str(r.exc_info[1]) for r in logged)
         again = httpx.post(url, json={"instances": ["fine"]}, timeout=WAIT)
         assert again.status_code == 200 and again.json() == {"predictions": ["FINE"]}
+        assert again.headers["x-request-id"] != request_id
 
 
 def test_concurrent_requests_are_batched_and_each_gets_its_own_answer():
@@ -400,18 +431,34 @@ def test_stop_answers_every_accepted_request_then_takes_no_more():
         server.stop()
 
 
-def test_a_request_the_translator_refuses_fails_no_other_request_of_its_batch(served_model):
+def test_a_request_the_translator_refuses_fails_no_other_request_of_its_batch():
+    stub = StubModel()
+    stub.gate.clear()
     # The batch closes when it holds both sentences; the timeout only bounds the wait.
-    shared = ServedModel(served_model.translator, "shared", batch_size=2)
-    with serving(shared, max_batch_size=2, batch_timeout_ms=10_000) as server:
+    with serving(stub, max_batch_size=2, batch_timeout_ms=10_000) as server:
+        url = predict_url(server, stub)
+        good, bad = Post(url, {"instances": ["good"]}), Post(url, {"instances": ["refused"]})
+        wait_until(lambda: stub.batch_count() == 1, "the shared batch to run")
+        stub.gate.set()
+        assert_json_error(bad.result(), 400)
+        assert "the stub refuses" in bad.result().json()["error"]
+        assert good.result().status_code == 200 and good.result().json() == {"predictions": ["GOOD"]}
+    # They shared a batch, which failed on the refused input; each then ran alone.
+    assert sorted(stub.batches[0]) == ["good", "refused"] and sorted(stub.batches[1:]) == [["good"], ["refused"]]
+
+
+def test_what_can_be_refused_before_queueing_never_reaches_the_batcher(served_model):
+    shared = ServedModel(served_model.translator, "shared", batch_size=2, continuous=False,
+                         signatures=("serving_default", "n_best", "translate_with_prefix"), max_n_best=2)
+    with serving(shared, max_batch_size=2) as server:
         url = predict_url(server, shared)
-        good = Post(url, {"instances": [SENTENCES[0]]})
-        bad = httpx.post(url, content=b'{"instances": ["\\ud800"]}', timeout=WAIT)
-        assert_json_error(bad, 400)
-        response = good.result()
-        assert response.status_code == 200, response.text
-        (translation,) = response.json()["predictions"]
-        assert isinstance(translation, str)
+        for body in ({"signature_name": "n_best", "instances": [{"text": "a", "n_best": 3}]},
+                     {"signature_name": "translate_with_prefix", "instances": [{"text": "a", "prefix": "b " * 99}]},
+                     b'{"instances": ["\\ud800"]}'):  # a lone surrogate: no UTF-8 text has it
+            sent = dict(content=body, headers=JSON) if isinstance(body, bytes) else dict(json=body)
+            assert_json_error(httpx.post(url, timeout=WAIT, **sent), 400)
+        assert server.app.state.batcher.stats()["batches"] == 0
+        assert httpx.post(url, json={"instances": [SENTENCES[0]]}, timeout=WAIT).status_code == 200
 
 
 # keras-transformer serve
@@ -507,3 +554,77 @@ def test_model_name_changes_the_route(tiny_run_dir):
         assert command.terminate() is not None, "still running after SIGTERM"
     finally:
         command.kill()
+
+
+def test_after_warm_up_no_request_compiles_anything(tiny_run_dir, tmp_path):
+    """Every signature, batch at a time, at two sentences per call: warm-up compiles each shape the server can
+    run, then requests of every n_best, prefix width, size and text length compile nothing (XLA's persistent cache
+    gains no entry: each compiled program writes one)."""
+    cache = tmp_path / "compiled"
+    command = ServeCommand(tiny_run_dir, "--port", "0", "--signatures", "all", "--batching", "static",
+                           "--max-batch-size", "2", "--max-n-best", "3", "--compile-cache", str(cache))
+    try:
+        command.wait_ready()
+        warmed = sorted(os.listdir(cache / "tensorflow"))
+        assert warmed, "the warm-up kept nothing compiled"
+        url = f"{command.url}/v1/models/{command.name}:predict"
+        long_text = " ".join(SENTENCES * 20)
+        bodies = [{"signature_name": "n_best", "instances": [{"text": t, "n_best": n} for t in texts]}
+                  for n in (1, 2, 3) for texts in (SENTENCES[:1], SENTENCES[:2], [long_text] * 2)]
+        bodies += [{"signature_name": "translate_with_prefix",
+                    "instances": [{"text": t, "prefix": " ".join(["a"] * width)} for t in texts]}
+                   for width in (0, 1, 2, 5) for texts in (SENTENCES[:1], [long_text, "b"])]
+        bodies += [{"signature_name": name, "instances": texts} for name in ("serving_default", "align")
+                   for texts in (SENTENCES[:1], SENTENCES, [long_text], SENTENCES + [long_text])]
+        bodies += [{"signature_name": "score", "inputs": {"text": SENTENCES, "translation": SENTENCES}}]
+        for body in bodies:
+            response = httpx.post(url, json=body, timeout=WAIT)
+            assert response.status_code == 200, (body, response.text)
+        assert sorted(os.listdir(cache / "tensorflow")) == warmed
+        assert command.terminate() is not None
+    finally:
+        command.kill()
+    text = "".join(command.stderr)
+    assert "warming up serving_default at " in text and "n_best at " in text and "align at " in text, text
+
+
+def test_a_host_that_is_not_the_servers_is_a_403_unless_allowed(served_model):
+    with serving(served_model, allow_hosts=("translate.internal",)) as server:
+        url = predict_url(server, served_model)
+        port = server.url.rsplit(":", 1)[1]
+        for host, status in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200), ("[::1]", 200),
+                             ("translate.internal", 200), ("attacker.example", 403), (f"attacker.example:{port}", 403),
+                             ("10.1.2.3", 403)):
+            response = httpx.post(url, json={"instances": ["a"]}, headers={"Host": host}, timeout=WAIT)
+            assert response.status_code == status, (host, response.text)
+        assert "--allow-host" in response.json()["error"]
+
+
+def test_host_allowed_follows_the_address_listened_on():
+    from keras_transformer.serving.app import host_allowed
+
+    assert host_allowed("10.0.0.5:8501", "0.0.0.0") and host_allowed("localhost", "0.0.0.0")
+    assert not host_allowed("rebound.example", "0.0.0.0") and host_allowed("rebound.example", "0.0.0.0", ("*",))
+    assert host_allowed("10.0.0.5", "10.0.0.5") and not host_allowed("localhost", "10.0.0.5")
+    assert host_allowed(None, "127.0.0.1") and host_allowed("anything", None)
+
+
+def test_connections_past_max_connections_get_503_and_a_slow_body_gets_408(served_model):
+    with serving(served_model, max_connections=2, body_timeout_s=0.5) as server:
+        url = predict_url(server, served_model)
+        host, port = server.url.removeprefix("http://").rsplit(":", 1)
+        slow = socket.create_connection((host, int(port)), timeout=WAIT)
+        idle = socket.create_connection((host, int(port)), timeout=WAIT)
+        try:  # a body that never comes: answered 408 once body_timeout_s passed, not held forever
+            path = url.removeprefix(server.url)
+            slow.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 100\r\n\r\n{\"instances\"".encode())
+            time.sleep(0.2)  # both connections accepted
+            assert httpx.post(url, json={"instances": ["a"]}, timeout=WAIT).status_code == 503
+            answer = slow.recv(4096).decode()
+            assert answer.startswith("HTTP/1.1 408") and "--body-timeout-s" in answer, answer
+        finally:
+            slow.close()
+            idle.close()
+        wait_until(lambda: httpx.post(url, json={"instances": ["a"]}, timeout=WAIT).status_code == 200,
+                   "a connection to be free again")

@@ -6,6 +6,7 @@ import json
 import httpx
 import pytest
 
+from keras_transformer.serving import ServerSettings
 from keras_transformer.serving import load_served_model
 from keras_transformer.serving import start_server
 from keras_transformer.translators import load_translator
@@ -18,7 +19,7 @@ TEXTS = SENTENCES[:3]
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     run_dir = write_tiny_run(tmp_path_factory.mktemp("signatures") / "tiny")
-    served = load_served_model(run_dir)
+    served = load_served_model(run_dir, settings=ServerSettings(signatures=None, max_n_best=4))
     with start_server(served) as server:
         with httpx.Client(base_url=server.url, timeout=120) as client:
             client.model = f"/v1/models/{served.name}"
@@ -41,15 +42,16 @@ def test_metadata_lists_every_signature_of_a_run(setup):
 
 def test_n_best_rows_and_columns_equal_the_python_api(setup):
     client, translator = setup
-    expected = translator.translate_n_best(TEXTS, 2)
+    # Every n_best request decodes --max-n-best (4) hypotheses, one compiled program: these are its first 2.
+    expected = [hyps[:2] for hyps in translator.translate_n_best(TEXTS, 4)]
     rows = predict(client, {"signature_name": "n_best", "instances": [{"text": t, "n_best": 2} for t in TEXTS]})
     columns = predict(client, {"signature_name": "n_best", "inputs": {"text": TEXTS, "n_best": 2}})
     for row, hyps in zip(rows["predictions"], expected):
         assert row["translations"] == [h for h, _ in hyps]
         assert row["scores"] == pytest.approx([s for _, s in hyps], abs=1e-5)
     assert columns["outputs"]["translations"] == [r["translations"] for r in rows["predictions"]]
-    # The first of the n best is the beam's best (the beam widens to n_best).
-    assert [r["translations"][0] for r in rows["predictions"]] == translator.translate(TEXTS, beam_size=2)
+    # The first of the n best is the beam's best (the beam widens to --max-n-best).
+    assert [r["translations"][0] for r in rows["predictions"]] == translator.translate(TEXTS, beam_size=4)
 
 
 def test_score_of_the_greedy_translation(setup):
