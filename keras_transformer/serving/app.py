@@ -10,9 +10,11 @@ Routes (NAME is the model name; `/versions/1` may follow it, as TF Serving allow
   (`application/x-ndjson`), then a line with the whole translation.
 
 Every error is `{"error": "..."}` with a 4xx or 5xx status, and the server goes on serving. A request whose `Host`
-is not the server's own (`host_allowed`) gets 403, a predict or stream body that is not `application/json` 415, a
-body not received within `body_timeout_s` 408. An internal error is a 500 that says only "internal error" and the
-request id, which the server's log line carries with the details (every response has the `X-Request-Id` header).
+is not the server's own (`host_allowed`) gets 403, a browser's predict or stream body (an `Origin` or
+`Sec-Fetch-Site` header) that is not `application/json` 415 (other clients may send any type, as TF Serving
+allows), a body not received within `body_timeout_s` 408. An internal error is a 500 that says only "internal
+error" and the request id, which the server's log line carries with the details (every response has the
+`X-Request-Id` header).
 """
 
 import asyncio
@@ -60,10 +62,10 @@ def _status_body():
 
 async def _read_body(request, limit, timeout):
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise RequestError(f"the request body must be JSON with Content-Type: application/json, got "
-                           f"{kind or 'no Content-Type'!r} (curl --json, or -H 'Content-Type: application/json')",
-                           415)
+    browser = "origin" in request.headers or "sec-fetch-site" in request.headers
+    if browser and kind != "application/json":  # a form or text/plain: what a page can make a browser send unasked
+        raise RequestError(f"a request from a web browser must send its JSON body as Content-Type: "
+                           f"application/json, got {kind or 'no Content-Type'!r}", 415)
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise RequestError(f"the request body has {int(length)} bytes; at most {limit} (--max-body-bytes)", 413)

@@ -127,7 +127,8 @@ def _chunks(size):
 JSON = {"content-type": "application/json"}
 
 BAD_REQUESTS = [
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"', "headers": JSON}, 400, id="malformed-json"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"', "headers": JSON}, 400,
+                 id="malformed-json"),
     pytest.param("POST", "{model}:predict", {"json": ["a"]}, 400, id="json-array"),
     pytest.param("POST", "{model}:predict", {"json": "a"}, 400, id="json-string"),
     pytest.param("POST", "{model}:predict", {"content": b"", "headers": JSON}, 400, id="empty-body"),
@@ -171,15 +172,16 @@ BAD_REQUESTS = [
     pytest.param("POST", "{model}:stream", {"json": {"text": 3}}, 400, id="stream-text-number"),
     pytest.param("POST", "{model}:predict", {"content": b"[" * 100_000 + b"]" * 100_000, "headers": JSON}, 400,
                  id="deeply-nested-json"),
-    # What a web page can send without asking first (a form, text/plain), and no type at all: 415.
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}',
-                                              "headers": {"content-type": "application/x-www-form-urlencoded"}},
-                 415, id="form-content-type"),
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}',
-                                              "headers": {"content-type": "text/plain"}}, 415, id="text-content-type"),
-    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}'}, 415, id="no-content-type"),
-    pytest.param("POST", "{model}:stream", {"content": b'{"text": "a"}', "headers": {"content-type": "text/plain"}},
-                 415, id="stream-text-content-type"),
+    # What a web page can make a browser send without asking first (a form, text/plain, no type): 415.
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}', "headers": {
+        "content-type": "application/x-www-form-urlencoded", "origin": "https://attacker.example"}},
+                 415, id="browser-form-content-type"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}', "headers": {
+        "content-type": "text/plain", "sec-fetch-site": "cross-site"}}, 415, id="browser-text-content-type"),
+    pytest.param("POST", "{model}:predict", {"content": b'{"instances": ["a"]}', "headers": {"origin": "null"}},
+                 415, id="browser-no-content-type"),
+    pytest.param("POST", "{model}:stream", {"content": b'{"text": "a"}', "headers": {
+        "content-type": "text/plain", "origin": "https://attacker.example"}}, 415, id="browser-stream-text"),
     # Costs beyond the server's limits are refused before they are queued.
     pytest.param("POST", "{model}:predict", {"json": {"signature_name": "n_best",
                                                       "instances": [{"text": "a", "n_best": 64}]}}, 400,
@@ -194,6 +196,12 @@ BAD_REQUESTS = [
 def test_a_bad_request_is_a_4xx_with_a_json_error(client, model, method, path, body, status):
     body = {k: v(10 << 20) if callable(v) else v for k, v in body.items()}
     assert_json_error(client.request(method, path.format(model=model), **body), status)
+
+
+def test_a_client_that_is_not_a_browser_may_send_any_content_type_as_tf_serving_allows(client, model):
+    body = b'{"instances": ["a"]}'
+    for headers in ({"content-type": "application/x-www-form-urlencoded"}, {}):  # `curl -d`; no type at all
+        assert client.post(f"{model}:predict", content=body, headers=headers).status_code == 200
 
 
 def test_the_server_answers_correctly_after_the_bad_requests(client, model, expected_translations):
