@@ -16,6 +16,9 @@ from keras_transformer.decoding.alignment import align_words
 from keras_transformer.decoding.alignment import piece_words
 from keras_transformer.decoding.attention_plot import plot_cross_attention
 from keras_transformer.decoding.base_translator import BaseTranslator
+from keras_transformer.decoding.batch_shapes import BatchShapes
+from keras_transformer.decoding.batch_shapes import pad_batch
+from keras_transformer.decoding.batch_shapes import pad_rows
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import _beam_search_alpha_input
 from keras_transformer.decoding.beam_search import next_token_log_probs
@@ -84,18 +87,6 @@ def pad_source_rows(rows, tokenizer, max_length, pad_to_multiple=8):
     return np.pad(packed, ((0, 0), (0, width - packed.shape[1])))
 
 
-def bucket_rows(count):
-    """The rows a batch of `count` sentences is padded to (1, 2, 4, 8, then multiples of 8), as the exported graph
-    pads them: a compiled decoder then sees few batch shapes however requests come in."""
-    return count if count <= 2 else 4 if count <= 4 else 8 if count <= 8 else -(-count // 8) * 8
-
-
-def _pad_rows(array, rows):
-    """`array` with its first row repeated up to `rows` rows (a repeated row decodes as the first and is dropped)."""
-    extra = rows - array.shape[0]
-    return array if extra <= 0 else np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
-
-
 def _texts(texts):
     return [t if isinstance(t, str) else bytes(t).decode("utf-8", errors="replace") for t in texts]
 
@@ -146,35 +137,13 @@ class Translator(BaseTranslator):
         self.shapes = None  # `fix_shapes`
 
     def fix_shapes(self, rows, widths):
-        """Decode every batch in one of a fixed set of shapes (a server: its compiled decoders then see only the
-        shapes it compiled at warm-up, whatever requests come in).
-
-        Args:
-            rows: the row counts a batch is padded to (the smallest that holds it); `None` goes back to the
-                default (`bucket_rows`).
-            widths: the source widths (token columns) a batch is padded to, the same way; the largest must hold
-                the model's longest source (`max_length`, rounded up to a multiple of 8).
-
-        A batch larger than the largest row count is padded as without fixed shapes (a new shape).
-        """
-        if rows is None:
-            self.shapes = None
-            return
-        rows, widths = tuple(sorted(set(rows))), tuple(sorted(set(widths)))
-        longest = -(-int(self.parts.max_length) // 8) * 8
-        if not rows or not widths or rows[0] < 1 or widths[-1] < longest:
-            raise ValueError(f"fixed shapes need row counts >= 1 and source widths up to at least {longest} (the "
-                             f"model's max_length rounded up to 8); got {rows} and {widths}")
-        self.shapes = rows, widths
+        """Decode every batch in one of a fixed set of shapes (`BatchShapes(rows, widths)`; `rows` `None`: back to
+        the default, `bucket_rows`): a server's compiled decoders then see only the shapes it compiled at warm-up."""
+        self.shapes = None if rows is None else BatchShapes(rows, widths, self.parts.max_length)
 
     def _padded(self, source_ids):
-        """`source_ids` `[B, S]` padded to the shape it decodes in: repeated rows (dropped after) and 0 columns."""
-        count, width = source_ids.shape
-        if self.shapes is None:
-            return _pad_rows(source_ids, bucket_rows(count))
-        rows = next((r for r in self.shapes[0] if r >= count), bucket_rows(count))
-        columns = next(w for w in self.shapes[1] if w >= width)
-        return _pad_rows(np.pad(source_ids, ((0, 0), (0, columns - width))), rows)
+        """`source_ids` `[B, S]` padded to the shape it decodes in (repeated rows, dropped after; 0 columns)."""
+        return pad_batch(source_ids, self.shapes)
 
     @property
     def languages(self):
@@ -217,15 +186,15 @@ class Translator(BaseTranslator):
         inputs = {"encoder_inputs": self._padded(source_ids)}
         rows = inputs["encoder_inputs"].shape[0]
         if prefix is not None:
-            inputs["prefix"] = _pad_rows(np.asarray(prefix, dtype="int32"), rows)
+            inputs["prefix"] = pad_rows(np.asarray(prefix, dtype="int32"), rows)
         settings = dict(max_length=max_length or self.max_length, start_id=self.target_tokenizer.start_id,
                         end_id=self.target_tokenizer.end_id, force_end=bool(sampler.force_end), stop_early=True)
         if isinstance(sampler, GreedySampler) and num_hypotheses == 1 and not with_scores:
             function = greedy_search
             if first_token is not None:  # greedy decoding takes the forced token whatever it costs
-                inputs["prefix"] = _pad_rows(np.asarray(first_token, dtype="int32")[:, None], rows)
+                inputs["prefix"] = pad_rows(np.asarray(first_token, dtype="int32")[:, None], rows)
         else:
-            inputs.update({} if first_token is None else {"first_token": _pad_rows(np.asarray(first_token), rows)})
+            inputs.update({} if first_token is None else {"first_token": pad_rows(np.asarray(first_token), rows)})
             function = _beam_search_alpha_input
             beam = sampler.num_beams if isinstance(sampler, BeamSampler) else 1
             alpha = sampler.length_penalty if isinstance(sampler, BeamSampler) else DEFAULT_LENGTH_PENALTY
