@@ -146,12 +146,17 @@ def write_imported_run(output_dir, model, tokenizers, configs, record, decoding)
         save_model(model, temporary)
 
 
+MAX_BEAMS = 16  # the widest beam a checkpoint's generation settings may ask for
+
+
 def generation_decoding(directory, config, source):
     """The checkpoint's generation settings as a `DecodingSettings` (what `decoding.json` holds), so that
     `translate` decodes as `transformers`' `generate()` does by default: its beam size and length penalty with
     transformers' rule, its `max_length` (which counts the decoder's start token: one generated token fewer here),
     and `forced_eos_token_id` (the last allowed token is the end token). `generation_config.json` where the
-    checkpoint has one, else `config.json`, else transformers' defaults (greedy, `max_length` 20)."""
+    checkpoint has one, else `config.json`, else transformers' defaults (greedy, `max_length` 20). A setting past
+    what the model holds (`max_length` beyond its positions) or what decoding should spend (`num_beams` over
+    `MAX_BEAMS`) is a `CheckpointError` naming the file."""
     path = os.path.join(directory, "generation_config.json")
     generation = read_json(path, "the generation settings") if os.path.isfile(path) else {}
 
@@ -159,11 +164,23 @@ def generation_decoding(directory, config, source):
         value = generation.get(name, config.get(name))
         return default if value is None else value
 
+    def whole(name, default, low, high):
+        value = setting(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise CheckpointError(f"{path if name in generation else 'config.json'}: {name} {value!r}: expected an "
+                                  f"integer from {low} to {high} ({why[name]})")
+        return value
+
+    positions = int(config.get("max_position_embeddings") or 1024)
+    why = {"num_beams": f"beams wider than {MAX_BEAMS} cost more memory per sentence than any server allows",
+           "max_new_tokens": f"the model has {positions} target positions",
+           "max_length": f"the model has {positions} target positions, after the start token"}
     max_new = setting("max_new_tokens", None)
-    max_length = int(max_new) if max_new is not None else int(setting("max_length", 20)) - 1
+    max_length = (whole("max_new_tokens", None, 1, positions) if max_new is not None
+                  else whole("max_length", 20, 2, positions + 1) - 1)
     eos = setting("eos_token_id", 0)  # Marian's </s> is 0; M2M-100's config names its own (2)
     forced = setting("forced_eos_token_id", None)
     return DecodingSettings(
-        beam_size=max(1, int(setting("num_beams", 1))), length_penalty=float(setting("length_penalty", 1.0)),
+        beam_size=whole("num_beams", 1, 1, MAX_BEAMS), length_penalty=float(setting("length_penalty", 1.0)),
         tuned_on=f"generation settings of {source}", length_penalty_rule="transformers",
         max_length=max(1, max_length), force_end=forced is not None and forced == eos)

@@ -214,11 +214,21 @@ def test_bad_checkpoints_are_refused_in_one_line(checkpoint, tmp_path, capsys):
     (wrong / "config.json").write_text(json.dumps(config))
     assert_one_line_error(cli_here(capsys, "import", str(wrong), "--output", str(tmp_path / "c")), "fc1.weight",
                           "shape")
+    # Generation settings past what the model holds or decoding should spend.
+    for letter, setting, value in (("e", "num_beams", 64), ("f", "max_length", 100_000)):
+        greedy = tmp_path / f"generation-{setting}"
+        greedy.mkdir()
+        for name in os.listdir(checkpoint[0]):
+            (greedy / name).write_bytes(open(os.path.join(checkpoint[0], name), "rb").read())
+        generation = json.load(open(greedy / "generation_config.json"))
+        (greedy / "generation_config.json").write_text(json.dumps(dict(generation, **{setting: value})))
+        assert_one_line_error(cli_here(capsys, "import", str(greedy), "--output", str(tmp_path / letter)),
+                              "generation_config.json", f"{setting} {value}", "expected an integer from")
     # A hub id while offline.
     process = cli("import", "hf://Helsinki-NLP/opus-mt-de-en", "--output", str(tmp_path / "d"),
                   env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
     assert_one_line_error(process, "cannot reach", "hf://Helsinki-NLP/opus-mt-de-en", "local directory")
-    assert not any((tmp_path / name).exists() for name in "abcd")
+    assert not any((tmp_path / name).exists() for name in "abcdef")
 
 
 def test_pytorch_checkpoints_load_as_tensors_and_pickles_that_run_code_are_refused(checkpoint, tmp_path, capsys):
