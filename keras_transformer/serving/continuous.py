@@ -4,7 +4,9 @@ A request's sentences join the running decode at the engine's next step, instead
 them to finish; a sentence that ends frees its slot at once, and the next waiting sentence takes it. One worker
 thread runs the engine (`ContinuousBatcher`), with the same contract as `Batcher`: `submit(key, items)` returns a
 future of one result per item, the queue is bounded (`QueueFull`), `close()` finishes what was accepted. A request
-whose client gave up (its future cancelled: the server's timeout) leaves its slots at the next step. `stream(text)`
+whose client gave up (its future cancelled: the server's timeout) leaves its slots at the next step. Free slots are
+filled fairly: one sentence from each waiting request in turn, so that a request of one sentence never waits behind
+all the sentences of a large one. `stream(text)`
 decodes a `:stream` request in the same slots, its pieces yielded as the engine decides its tokens.
 
 `engine_for(translator, decoding, slots)` makes the engine where it applies: one model (a run, a preset or an
@@ -51,14 +53,15 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
 
 
 class _Job:
-    __slots__ = ("texts", "pairs", "future", "tokens", "pending", "requests", "on_tokens")
+    __slots__ = ("texts", "pairs", "future", "tokens", "pending", "requests", "on_tokens", "backlog")
 
     def __init__(self, texts, future, on_tokens=None, pairs=None):
         self.texts, self.future, self.on_tokens = texts, future, on_tokens
         self.pairs = pairs  # a multilingual model's (source, target) codes per text
         self.tokens = [None] * len(texts)
-        self.pending = 0
+        self.pending = 0  # sentences not yet decoded (in the backlog or the engine)
         self.requests = []
+        self.backlog = collections.deque()  # (index, source row, first token): not yet handed to the engine
 
 
 class ContinuousBatcher:
@@ -74,6 +77,7 @@ class ContinuousBatcher:
         self.translator, self.engine, self.max_queued = translator, engine, max_queued
         self.multilingual = bool(translator.languages)
         self._incoming = collections.deque()
+        self._backlog = collections.deque()  # jobs with sentences not yet in the engine, in turn
         self._accepted = 0  # sentences accepted and not yet answered
         self._cond = threading.Condition()
         self._closing = False
@@ -146,7 +150,7 @@ class ContinuousBatcher:
         jobs = {}  # SlotRequest -> (job, index)
         while True:
             with self._cond:
-                while not self._incoming and self.engine.idle:
+                while not self._incoming and self.engine.idle and not self._backlog:
                     if self._closing:
                         return
                     self._cond.wait()
@@ -154,6 +158,7 @@ class ContinuousBatcher:
                 self._incoming.clear()
             self._start_all(new, jobs)
             self._drop_abandoned(jobs)
+            self._feed(jobs)
             if self.engine.idle:
                 continue
             live = self.engine.live + min(len(self.engine.waiting), self.engine.slots - self.engine.live)
@@ -225,21 +230,39 @@ class ContinuousBatcher:
             self._start(job, jobs)
 
     def _start(self, job, jobs, tokenized=None):
-        engine = self.engine
         try:
             todo, sources, firsts = self._sources(job.texts, job.pairs) if tokenized is None else tokenized
-            for i, source, first in zip(todo, sources, firsts):
-                request = engine.submit(source, on_tokens=job.on_tokens, first_token=first)
-                jobs[request] = (job, i)
-                job.requests.append(request)
-                job.pending += 1
         except Exception as error:  # this request's input: it alone fails
-            for request in job.requests:
-                engine.cancel(request)
-                jobs.pop(request, None)
             return self._done(job, error=error)
+        job.backlog.extend(zip(todo, sources, firsts))
+        job.pending = len(job.backlog)
         if job.pending == 0:
             self._answer([job])
+        else:
+            self._backlog.append(job)
+
+    def _feed(self, jobs):
+        """Hands the engine one waiting sentence of each job in turn, as many as it has free slots."""
+        engine = self.engine
+        free = engine.slots - engine.live - len(engine.waiting)
+        while free > 0 and self._backlog:
+            job = self._backlog.popleft()
+            if job.future.done():  # answered with an error, or its client gave up: `_drop_abandoned` frees it
+                continue
+            i, source, first = job.backlog.popleft()
+            try:
+                request = engine.submit(source, on_tokens=job.on_tokens, first_token=first)
+            except Exception as error:  # this request's input: it alone fails
+                for request in job.requests:
+                    engine.cancel(request)
+                    jobs.pop(request, None)
+                self._done(job, error=error)
+                continue
+            jobs[request] = (job, i)
+            job.requests.append(request)
+            free -= 1
+            if job.backlog:
+                self._backlog.append(job)
 
     def _answer(self, answered):
         """Answers the jobs whose sentences all ended, detokenizing them together in one call."""
@@ -270,6 +293,10 @@ class ContinuousBatcher:
     def _drop_abandoned(self, jobs):
         """Frees the slots of requests whose client gave up (their future was cancelled)."""
         abandoned = {id(job): job for job, _ in jobs.values() if job.future.cancelled()}
+        for job in self._backlog:
+            if job.future.cancelled():
+                abandoned[id(job)] = job
+        self._backlog = collections.deque(job for job in self._backlog if id(job) not in abandoned)
         for job in abandoned.values():
             for request in job.requests:
                 self.engine.cancel(request)

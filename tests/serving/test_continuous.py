@@ -64,6 +64,24 @@ def test_requests_arriving_together_are_read_together_and_a_bad_one_fails_alone(
     assert served.engine.idle and batcher.stats()["queued"] == 0
 
 
+def test_free_slots_take_one_sentence_of_each_waiting_request_in_turn(served):
+    """A request of one sentence arriving behind a large one is not queued behind all its sentences: it takes the
+    next free slot in turn with it, and is answered while most of the large request still waits."""
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=256)
+    answered = []
+    try:
+        with batcher._cond:  # both arrive before the worker looks: the large one first
+            large = batcher.submit(KEY, [(SENTENCES[i % len(SENTENCES)],) for i in range(48)])
+            small = batcher.submit(KEY, [(SENTENCES[0],)])
+        small.add_done_callback(lambda future: answered.append(batcher.stats()["sentences"]))
+        assert small.result(WAIT)[0]["translation"] == served.translator.translate([SENTENCES[0]])[0]
+        assert len(large.result(WAIT)) == 48
+    finally:
+        batcher.close(WAIT)
+    # Answered first (its own sentence the only one counted): in first-come order it would wait for all 48.
+    assert answered == [1], answered
+
+
 def test_a_request_whose_client_gave_up_frees_its_slots_and_the_rest_are_answered(served):
     batcher = ContinuousBatcher(served.translator, served.engine, max_queued=64)
     try:
