@@ -44,28 +44,65 @@ def test_temporaries_keep_the_suffix_writers_check(tmp_path):
 
 
 def test_clean_temporaries_removes_leftovers_of_dead_processes_and_restores_a_swapped_directory(tmp_path):
+    from keras_transformer.atomic import _host
+
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (tmp_path / f".tmp-{dead.pid}.model.keras").write_text("half")
-    (tmp_path / f".old-{dead.pid}.saved").mkdir()  # killed between the two renames of a directory swap
-    (tmp_path / f".tmp-{os.getpid()}.mine").write_text("being written by a live process")
+    host = _host()
+    (tmp_path / f".tmp-{dead.pid}-{host}-0a1b2c3d.model.keras").write_text("half")
+    (tmp_path / f".old-{dead.pid}-{host}-0a1b2c3d.saved").mkdir()  # killed between the two renames of a swap
+    (tmp_path / f".tmp-{dead.pid}.legacy").write_text("half, named before hosts were")
+    (tmp_path / f".tmp-{os.getpid()}-{host}-0a1b2c3d.mine").write_text("being written by a live process")
+    # Another host's (a container sharing the volume): its process cannot be asked, so it is kept while recent.
+    (tmp_path / f".tmp-{dead.pid}-otherhost-0a1b2c3d.theirs").write_text("being written elsewhere")
+    (tmp_path / f".tmp-{dead.pid}-otherhost-0a1b2c3e.stale").write_text("left a day ago")
+    os.utime(tmp_path / f".tmp-{dead.pid}-otherhost-0a1b2c3e.stale", (time.time() - 90_000,) * 2)
     cleaned = clean_temporaries(tmp_path)
-    assert sorted(os.listdir(tmp_path)) == [f".tmp-{os.getpid()}.mine", "saved"]
-    assert len(cleaned) == 2
+    assert sorted(os.listdir(tmp_path)) == sorted([f".tmp-{dead.pid}-otherhost-0a1b2c3d.theirs",
+                                                   f".tmp-{os.getpid()}-{host}-0a1b2c3d.mine", "saved"])
+    assert len(cleaned) == 4
+
+
+def test_temporary_names_differ_within_one_process_and_name_the_host(tmp_path):
+    from keras_transformer.atomic import _host
+
+    names = set()
+    for _ in range(3):
+        with atomic_path(tmp_path / "a.txt") as temporary:
+            names.add(os.path.basename(temporary))
+            open(temporary, "w").close()
+    assert len(names) == 3 and all(n.startswith(f".tmp-{os.getpid()}-{_host()}-") for n in names)
 
 
 def test_kill_9_during_writes_never_leaves_a_broken_file(tmp_path):
-    """A child rewrites a 4 MB file atomically in a loop; killed at a random moment, the file is whole."""
+    """A child rewrites a 4 MB file atomically in a loop; killed at random moments once it has written it (not while
+    it is still starting), the file is whole, and what it left behind is cleaned."""
     path = tmp_path / "big.txt"
-    code = (f"from keras_transformer.atomic import write_text\ni = 0\n"
-            f"while True:\n    i += 1\n    write_text({str(path)!r}, str(i % 10) * 4_000_000)\n")
-    for delay in (0.3, 0.55, 0.8):
-        child = subprocess.Popen([sys.executable, "-c", code])
+    code = (f"import sys\nfrom keras_transformer.atomic import write_text\ni = 0\n"
+            f"while True:\n    i += 1\n    write_text({str(path)!r}, str(i % 10) * 4_000_000)\n"
+            f"    if i == 1:\n        print('written', flush=True)\n")
+    for delay in (0.0, 0.05, 0.13, 0.31):
+        path.unlink(missing_ok=True)
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "written\n"  # the loop of writes is running
         time.sleep(delay)
         child.send_signal(signal.SIGKILL)
         child.wait()
-        if path.exists():
-            content = path.read_text()
-            assert len(content) == 4_000_000 and len(set(content)) == 1
+        content = path.read_text()
+        assert len(content) == 4_000_000 and len(set(content)) == 1
     clean_temporaries(tmp_path)
-    assert os.listdir(tmp_path) in ([], ["big.txt"])
+    assert os.listdir(tmp_path) == ["big.txt"]
+
+
+def test_a_written_file_and_its_directory_are_flushed_before_and_after_the_rename(tmp_path, monkeypatch):
+    import keras_transformer.atomic as atomic
+
+    synced = []
+    monkeypatch.setattr(atomic, "_fsync", lambda path, directory=False: synced.append(
+        (os.path.basename(path), directory)))
+    with atomic_path(tmp_path / "model") as temporary:
+        os.makedirs(os.path.join(temporary, "assets"))
+        open(os.path.join(temporary, "assets", "vocab.txt"), "w").close()
+    names = [name.split(".", 2)[-1] if name.startswith(".tmp-") else name for name, _ in synced]
+    assert names == ["vocab.txt", "assets", "model", tmp_path.name]  # the tree bottom up, then the parent
+    assert [directory for _, directory in synced] == [False, True, True, True]
