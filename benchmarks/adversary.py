@@ -62,6 +62,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-n-best", type=int, default=4)
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
     parser.add_argument("--body-timeout-s", type=float, default=10.0)
+    parser.add_argument("--max-length", type=int, default=None, help="the server's --max-length (longest output)")
     parser.add_argument("--request-timeout", type=float, default=60.0, help="the server's --timeout-s")
     parser.add_argument("--startup-timeout", type=float, default=3600.0)
     parser.add_argument("--json", help="write the results here")
@@ -173,7 +174,8 @@ def main(argv=None):
     server = Server("ours", args.artifact, args, os.path.join(work, "server.log"))
     server.command += ["--signatures", args.signatures, "--max-instances", str(args.max_instances),
                        "--max-n-best", str(args.max_n_best), "--max-body-bytes", str(args.max_body_bytes),
-                       "--body-timeout-s", str(args.body_timeout_s), "--compile-cache", cache]
+                       "--body-timeout-s", str(args.body_timeout_s), "--compile-cache", cache,
+                       *(["--max-length", str(args.max_length)] if args.max_length else [])]
     print(f"CPU: {describe_cpu()}\nserver: {' '.join(server.command[3:])}", flush=True)
     try:
         url = server.start(args.startup_timeout)

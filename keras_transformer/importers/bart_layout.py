@@ -10,10 +10,13 @@ calls `self_attention_norm`.
 
 import json
 import os
+import re
+import warnings
 
 from keras_transformer.atomic import atomic_path
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.importers.checkpoint import CheckpointWarning
 from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.runs.directory import is_run_directory
 from keras_transformer.runs.run import save_model
@@ -22,6 +25,12 @@ from keras_transformer.runs.run import write_decoding_settings
 from keras_transformer.runs.run import write_run_config
 
 IMPORT_FILE = "imported.json"  # in the run directory: where the weights came from
+
+
+# Tensors a checkpoint in the Hugging Face layout may hold that no weight is read from: tied copies of the embedding
+# table and output projection, and sinusoidal position tables (buffers, computed by the model itself).
+KNOWN_EXTRAS = re.compile(r"^((encoder|decoder)\.embed_tokens\.weight|lm_head\.weight|final_logits_bias|"
+                          r"(encoder|decoder)\.embed_positions\.(weight|_float_tensor))$")
 
 
 class CheckpointTensors:
@@ -48,6 +57,16 @@ class CheckpointTensors:
 
     def has(self, name):
         return name in self.tensors
+
+    def warn_unused(self):
+        """A `CheckpointWarning` listing the tensors no weight was read from, past the format's known extras (tied
+        copies of the embedding table, sinusoidal position buffers): a checkpoint of another architecture than its
+        config says would lose them silently."""
+        unused = sorted(name for name in self.tensors if name not in self.used and not KNOWN_EXTRAS.match(name))
+        if unused:
+            shown = ", ".join(unused[:8]) + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
+            warnings.warn(f"{self.where}: {len(unused)} tensors are not part of the model and were not imported: "
+                          f"{shown}", CheckpointWarning, stacklevel=3)
 
 
 def assign_blocks(model, t, d, d_ff):

@@ -26,6 +26,10 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be imported; the message names the file (or hub id) and what was expected."""
 
 
+class CheckpointWarning(UserWarning):
+    """A checkpoint imported with something left out (tensors the model has no place for), named in the message."""
+
+
 def resolve_source(source, files, verbose=1):
     """The local directory of `source`: a directory as it is, or `hf://OWNER/NAME` downloaded from the Hub.
 
@@ -55,13 +59,29 @@ def resolve_source(source, files, verbose=1):
     try:
         if not verbose:
             huggingface_hub.utils.disable_progress_bars()
-        return huggingface_hub.snapshot_download(repo, revision=revision or None, allow_patterns=list(files))
+        # The pickle only where the repository has no safetensors weights: never both, and never a pickle if not needed.
+        first = [pattern for pattern in files if pattern != PYTORCH_FILE]
+        directory = huggingface_hub.snapshot_download(repo, revision=revision or None, allow_patterns=first)
+        if PYTORCH_FILE in files and not any(os.path.isfile(os.path.join(directory, name))
+                                             for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX)):
+            directory = huggingface_hub.snapshot_download(repo, revision=hub_revision(directory) or revision or None,
+                                                          allow_patterns=[PYTORCH_FILE])
+        return directory
     except Exception as error:  # noqa: BLE001 - offline, DNS, HTTP and missing-repository errors alike
         if type(error).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError"):
             raise CheckpointError(f"{source}: the Hub has no such model or revision ({type(error).__name__})") from None
         reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"cannot reach the Hugging Face Hub for {source} ({reason}); pass a local directory "
                               "that holds the checkpoint's files instead") from None
+
+
+def hub_revision(directory):
+    """The commit a directory downloaded from the Hub holds (its snapshot's name, `.../snapshots/COMMIT`), else
+    `None`: what `imported.json` records, whatever branch or tag was asked for."""
+    parent, name = os.path.split(os.path.normpath(os.fspath(directory)))
+    if os.path.basename(parent) == "snapshots" and len(name) == 40 and all(c in "0123456789abcdef" for c in name):
+        return name
+    return None
 
 
 def read_json(path, what):

@@ -31,6 +31,7 @@ from keras_transformer.importers.bart_layout import check_destination
 from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.importers.checkpoint import hub_revision
 from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
@@ -139,6 +140,7 @@ def assign_m2m_100_weights(model, tensors, config, tokenizer, where="the checkpo
     assign_blocks(model, t, d, d_ff)
     assign_norm(t, model.encoder_final_norm, "encoder.layer_norm", d)
     assign_norm(t, model.decoder_final_norm, "decoder.layer_norm", d)
+    t.warn_unused()
     return model
 
 
@@ -178,7 +180,8 @@ def import_m2m_100(source, output_dir, overwrite=False, verbose=1):
     del tensors
     training = TrainingConfig(vocab_size=tokenizer.vocab_size, shared_vocab=True)
     write_imported_run(output_dir, model, (tokenizer, tokenizer), (model_config, training),
-                       {"source": os.fspath(source), "format": MODEL_TYPE, "config": config},
+                       {"source": os.fspath(source), "revision": hub_revision(directory),
+                        "format": MODEL_TYPE, "config": config},
                        generation_decoding(directory, config, source))
     say(f"Wrote {output_dir} (model.keras, tokenizers/, config.json; {model.count_params():,} weights)")
     return output_dir

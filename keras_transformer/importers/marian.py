@@ -29,6 +29,7 @@ from keras_transformer.importers.bart_layout import check_destination
 from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
+from keras_transformer.importers.checkpoint import hub_revision
 from keras_transformer.importers.checkpoint import read_json
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
@@ -175,6 +176,7 @@ def assign_marian_weights(model, tensors, config, source_tokenizer, target_token
         model.output_projection.bias.assign(bias)
 
     assign_blocks(model, t, d, d_ff)
+    t.warn_unused()
     return model
 
 
@@ -226,7 +228,8 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
     shared = model_config.share_embeddings and source_tokenizer.vocab == target_tokenizer.vocab
     training = TrainingConfig(vocab_size=source_tokenizer.vocab_size, shared_vocab=shared)
     write_imported_run(output_dir, model, (source_tokenizer, target_tokenizer), (model_config, training),
-                       {"source": os.fspath(source), "format": "marian", "config": config},
+                       {"source": os.fspath(source), "revision": hub_revision(directory),
+                        "format": "marian", "config": config},
                        generation_decoding(directory, config, source))
     say(f"Wrote {output_dir} (model.keras, tokenizers/, config.json; {model.count_params():,} weights)")
     return output_dir

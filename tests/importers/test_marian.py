@@ -277,3 +277,65 @@ def test_from_preset_imports_a_checkpoint_once_and_generates(checkpoint, importe
     assert len(cached) == 1
     TransformerSeq2SeqLM.from_preset(checkpoint[0])  # the second time from the cache
     assert os.listdir(tmp_path / "cache" / "imported") == cached
+
+
+def _fake_hub(monkeypatch, files_from, snapshots, commit="0123456789abcdef0123456789abcdef01234567"):
+    """`huggingface_hub.snapshot_download` over a local directory: it copies the files the patterns name into
+    `snapshots/COMMIT`, as the Hub's cache lays them out; returns the list of its calls."""
+    import fnmatch
+    import shutil
+
+    import huggingface_hub
+
+    calls = []
+
+    def download(repo, revision=None, allow_patterns=None):
+        calls.append((repo, revision, list(allow_patterns)))
+        snapshot = snapshots / "snapshots" / commit
+        snapshot.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(files_from):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in allow_patterns):
+                shutil.copy(os.path.join(files_from, name), snapshot / name)
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    return calls
+
+
+def test_a_hub_import_never_fetches_the_pickle_beside_safetensors_and_records_the_commit(checkpoint, tmp_path,
+                                                                                       monkeypatch, capsys):
+    import shutil
+
+    both = tmp_path / "both"
+    shutil.copytree(checkpoint[0], both)
+    make_marian_checkpoint(str(tmp_path / "bin"), weights="pytorch")
+    shutil.copy(tmp_path / "bin" / "pytorch_model.bin", both / "pytorch_model.bin")
+    calls = _fake_hub(monkeypatch, both, tmp_path / "cache-a")
+    assert cli_here(capsys, "import", "hf://owner/opus-mt@main", "--output", str(tmp_path / "run")).returncode == 0
+    assert not any("pytorch_model.bin" in patterns for _, _, patterns in calls) and calls[-1][1] == "main"
+    with open(tmp_path / "run" / "imported.json", encoding="utf-8") as f:
+        record = json.load(f)
+    assert record["source"] == "hf://owner/opus-mt@main"
+    assert record["revision"] == "0123456789abcdef0123456789abcdef01234567"  # what was downloaded, not "main"
+    # A repository with only the pickle: fetched in a second call, from the same commit.
+    calls = _fake_hub(monkeypatch, tmp_path / "bin", tmp_path / "cache-b")
+    assert cli_here(capsys, "import", "hf://owner/opus-mt", "--output", str(tmp_path / "run-bin")).returncode == 0
+    assert calls[-1][1:] == ("0123456789abcdef0123456789abcdef01234567", ["pytorch_model.bin"])
+    assert not any("pytorch_model.bin" in patterns for _, _, patterns in calls[:-1])
+
+
+def test_tensors_the_model_has_no_place_for_are_named_in_a_note(checkpoint, tmp_path, capsys):
+    import shutil
+
+    from safetensors.numpy import load_file
+    from safetensors.numpy import save_file
+
+    extra = tmp_path / "extra"
+    shutil.copytree(checkpoint[0], extra)
+    tensors = load_file(str(extra / "model.safetensors"))
+    tensors["model.encoder.adapter.weight"] = tensors["final_logits_bias"].copy()
+    save_file(tensors, str(extra / "model.safetensors"), metadata={"format": "pt"})
+    process = cli_here(capsys, "import", str(extra), "--output", str(tmp_path / "run"))
+    assert process.returncode == 0, process.stderr
+    notes = [line for line in process.stderr.splitlines() if "not part of the model" in line]
+    assert len(notes) == 1 and "encoder.adapter.weight" in notes[0] and "1 tensors" in notes[0], process.stderr
