@@ -824,10 +824,64 @@ def write_table(rows, path, seconds, selection):
               "* Pairs with a blank side are skipped and counted (training), or skipped with a note (evaluate); "
               "on stdin a blank line gives an empty translation line.",
               "* Long lines: a word over 100 bytes is `[UNK]`; sequences are cut at `--max-length` tokens.",
-              ""]
+              ""] + HARDENING
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
     return counts
+
+
+HARDENING = [
+    "## Hardening: the server, imports and artifacts, before and after",
+    "",
+    "Each case with what it did before and what it does now, and the test that checks it (`python -m pytest "
+    "-q TEST`). The server's case as a whole, an adversarial client beside well-behaved ones, is measured by "
+    "`python benchmarks/adversary.py RUN` (docs/benchmarks.md).",
+    "",
+    "| case | before | after | checked by |",
+    "|---|---|---|---|",
+    "| `n_best` 64 on 32 instances | one batch of 2,048 beam rows with caches at the full `max_length`: enough "
+    "memory to kill the process | `n_best` over `--max-n-best` (4) is a 400 before queueing; every `n_best` "
+    "request decodes at one beam width, at most `--max-decode-rows` (128) rows per compiled call | "
+    "`tests/serving/test_server.py` (`n-best-over-max-n-best`, `test_what_can_be_refused_before_queueing_never_"
+    "reaches_the_batcher`) |",
+    "| prefixes of width 1, 2, 3, ... | a decoding loop compiled per width, every cache kept | every prefix "
+    "padded to the output's `max_length - 1` (one shape); every batch padded to a fixed shape, all compiled at "
+    "warm-up for every signature served; compiled decoders kept least recently used (32 settings per model, 4 "
+    "engines per translator) | `tests/serving/test_server.py::test_after_warm_up_no_request_compiles_anything`, "
+    "`tests/decoding/test_compiled_defaults.py::test_compiled_decoders_keep_only_the_most_recently_used_settings` |",
+    "| a large request ahead of one-sentence ones (continuous batching) | its sentences took every free slot first "
+    "| free slots go to the waiting requests in turn, one sentence each | `tests/serving/test_continuous.py::test_"
+    "free_slots_take_one_sentence_of_each_waiting_request_in_turn` |",
+    "| a `Host` that is not the server's (DNS rebinding) | answered | 403 unless `--allow-host` names it | "
+    "`tests/serving/test_server.py::test_a_host_that_is_not_the_servers_is_a_403_unless_allowed` |",
+    "| a browser's form or `text/plain` body | answered | 415 | `tests/serving/test_server.py` (`browser-*`) |",
+    "| more connections than the server should hold; a body that never comes | every one held | 503 past "
+    "`--max-connections`; 408 after `--body-timeout-s` | `tests/serving/test_server.py::test_connections_past_max_"
+    "connections_get_503_and_a_slow_body_gets_408` |",
+    "| an internal error | a 500 (and, in a stream, its last line) carried the exception's text | a 500 names only "
+    "a request id, which the `X-Request-Id` header and the log line with the traceback carry | `tests/serving/"
+    "test_server.py::test_an_error_in_the_model_is_a_500_that_names_only_a_request_id_and_the_server_goes_on` |",
+    "| a batch that fails for no request's input (out of memory) | run again request by request | fails its "
+    "requests at once; only a refused input runs its batch again request by request | `tests/serving/test_"
+    "batching.py`, `tests/serving/test_server.py::test_a_request_the_translator_refuses_fails_no_other_request_"
+    "of_its_batch` |",
+    "| a checkpoint asking `num_beams` 64 or `max_length` 100,000 | imported as it asks | a one-line error naming "
+    "`generation_config.json` (beams at most 16, lengths within the model's positions) | `tests/importers/"
+    "test_marian.py::test_bad_checkpoints_are_refused_in_one_line` |",
+    "| tensors the model has no place for | dropped without a word | a note naming them (past the format's known "
+    "extras) | `tests/importers/test_marian.py::test_tensors_the_model_has_no_place_for_are_named_in_a_note` |",
+    "| a Hub repository with `model.safetensors` and `pytorch_model.bin` | both downloaded; `imported.json` named "
+    "the revision asked for | the pickle only where no safetensors weights exist, from the same commit; the commit "
+    "downloaded is recorded | `tests/importers/test_marian.py::test_a_hub_import_never_fetches_the_pickle_beside_"
+    "safetensors_and_records_the_commit` |",
+    "| an atomic write and a power loss; hosts sharing a volume | a directory's files and the rename were not "
+    "flushed; temporaries named by process id alone | the written tree is flushed before the rename and its "
+    "directory after; temporaries named by process id, host and a random part | `tests/test_atomic.py` |",
+    "| `--distribute multi-host` without JAX; the importer's install hint | a traceback; a hint naming another "
+    "project's distribution | one line naming `keras-transformer-mt[EXTRA]` | `tests/training/test_distribution.py"
+    "::test_multi_host_without_jax_names_the_extra_in_one_line`, `tests/test_house.py` |",
+    "",
+]
 
 
 def main(argv=None):
