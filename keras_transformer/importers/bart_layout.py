@@ -61,7 +61,7 @@ class CheckpointTensors:
     def warn_unused(self):
         """A `CheckpointWarning` listing the tensors no weight was read from, past the format's known extras (tied
         copies of the embedding table, sinusoidal position buffers): a checkpoint of another architecture than its
-        config says would lose them silently."""
+        config says would lose them unnoticed."""
         unused = sorted(name for name in self.tensors if name not in self.used and not KNOWN_EXTRAS.match(name))
         if unused:
             shown = ", ".join(unused[:8]) + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
