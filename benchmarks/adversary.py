@@ -28,6 +28,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -199,6 +200,7 @@ def main(argv=None):
         results["phases"] = phases
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
     report(results)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
