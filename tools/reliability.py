@@ -877,6 +877,10 @@ HARDENING = [
     "| an atomic write and a power loss; hosts sharing a volume | a directory's files and the rename were not "
     "flushed; temporaries named by process id alone | the written tree is flushed before the rename and its "
     "directory after; temporaries named by process id, host and a random part | `tests/test_atomic.py` |",
+    "| `export --overwrite` onto a path that holds something else (a data folder, a run) | replaced | refused in "
+    "one line: a SavedModel, TFLite file, CTranslate2 model or preset is replaced only by its own kind | "
+    "`tests/export/test_cli.py::test_overwrite_replaces_only_what_an_export_of_the_same_kind_wrote`, "
+    "`tests/tasks/test_presets.py` |",
     "| `--distribute multi-host` without JAX; the importer's install hint | a traceback; a hint naming another "
     "project's distribution | one line naming `keras-transformer-mt[EXTRA]` | `tests/training/test_distribution.py"
     "::test_multi_host_without_jax_names_the_extra_in_one_line`, `tests/test_house.py` |",

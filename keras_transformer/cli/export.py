@@ -26,10 +26,10 @@ def cmd_export(args):
         if not (args.saved_model or args.tflite or args.preset):
             return 0
     if args.preset:
+        from keras_transformer.export.destination import check_destination
         from keras_transformer.tasks import TransformerSeq2SeqLM
 
-        if os.path.lexists(args.preset) and not args.overwrite:
-            raise FileExistsError(f"{args.preset}: exists; pass --overwrite to replace it with the new preset")
+        check_destination(args.preset, "preset", args.overwrite)
         from keras_transformer.decoding.translator import sampler_for
         from keras_transformer.runs.run import load_run
 

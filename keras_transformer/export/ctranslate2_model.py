@@ -26,12 +26,14 @@ from keras_transformer.decoding.base_translator import BaseTranslator
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.languages import check_languages
 from keras_transformer.decoding.languages import row_codes
+from keras_transformer.export.destination import CTRANSLATE2_MARKER
+from keras_transformer.export.destination import check_destination
 from keras_transformer.extras import require
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.models import TransformerParts
 from keras_transformer.models.transformer_parts import TiedOutputProjection
 
-MARKER_FILE = "keras_transformer_ctranslate2.json"
+MARKER_FILE = CTRANSLATE2_MARKER
 
 
 def _ctranslate2():
@@ -160,8 +162,7 @@ def export_ctranslate2(run, path, quantization=None, overwrite=False, verbose=0)
         from keras_transformer.runs.run import load_run
 
         run = load_run(run)
-    if os.path.lexists(path) and not overwrite:
-        raise FileExistsError(f"{path}: exists; pass --overwrite to replace it with the new CTranslate2 model")
+    check_destination(path, "CTranslate2 model", overwrite)
     spec = model_spec(run)
 
     class _Converter(ctranslate2.converters.Converter):

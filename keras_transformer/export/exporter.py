@@ -5,6 +5,7 @@ import os
 from keras_transformer.atomic import clean_temporaries
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY
 from keras_transformer.decoding.beam_search import DEFAULT_LENGTH_PENALTY_RULE
+from keras_transformer.export.destination import check_destination
 from keras_transformer.export.saved_model import directory_size
 from keras_transformer.export.saved_model import export_saved_model
 from keras_transformer.export.tflite import check_tflite_size
@@ -83,13 +84,8 @@ def export_run(
     saved_model = saved_model or default_saved_model_path(run_dir)
     if _same_directory(saved_model, run_dir):
         raise ValueError(f"{saved_model}: the SavedModel would overwrite the run directory; choose another path")
-    for path, kind in ((saved_model, "SavedModel"), (tflite, "TFLite file")):
-        if path and os.path.lexists(path) and not overwrite:
-            raise FileExistsError(f"{path}: exists; pass --overwrite to replace it with the new {kind}")
-        if path and os.path.isdir(path) and kind == "TFLite file":
-            raise FileExistsError(f"{path}: is a directory; --tflite names the .tflite file to write")
-    if saved_model and os.path.lexists(saved_model) and not os.path.isdir(saved_model):
-        raise FileExistsError(f"{saved_model}: is a file; --saved-model names the directory to write")
+    check_destination(saved_model, "SavedModel", overwrite)
+    check_destination(tflite, "TFLite file", overwrite)
     for path in (saved_model, tflite):
         if path:  # what an export killed earlier left beside its destination (never a live process's)
             clean_temporaries(os.path.dirname(os.path.abspath(path)))

@@ -84,6 +84,25 @@ def test_export_refuses_an_existing_destination_unless_overwrite(run_dir, export
     assert plain.translate(SENTENCES) == SavedModelTranslator(exported["saved_model"]).translate(SENTENCES)
 
 
+def test_overwrite_replaces_only_what_an_export_of_the_same_kind_wrote(run_dir, exported, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "corpus.txt").write_text("a user's data")
+    notes = tmp_path / "notes.tflite"
+    notes.write_text("not a TFLite file")
+    for flags, fragment in ((["--saved-model", str(data)], "data: exists and is not a SavedModel"),
+                            (["--saved-model", str(tmp_path / "x"), "--tflite", str(notes)],
+                             "notes.tflite: exists and is not a TFLite file"),
+                            (["--saved-model", exported["tflite"]], "is a file; --saved-model names a directory"),
+                            (["--saved-model", str(tmp_path / "y"), "--tflite", exported["saved_model"]],
+                             "is a directory; --tflite names a file")):
+        assert cli.main(["export", run_dir, *flags, "--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and len(err.strip().splitlines()) == 1, err
+    assert (data / "corpus.txt").read_text() == "a user's data" and notes.read_text() == "not a TFLite file"
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
 def test_a_damaged_saved_model_is_named(exported, tmp_path, monkeypatch, capsys):
     import shutil
 

@@ -50,6 +50,9 @@ def test_export_preset_loads_with_keras_hub_in_a_fresh_process(run_dir, tmp_path
     assert translated.returncode == 0, translated.stderr
     assert translated.stdout.splitlines() == outputs
     assert _cli("export", run_dir, "--preset", preset).returncode != 0  # no overwrite without --overwrite
+    assert _cli("export", run_dir, "--preset", preset, "--overwrite").returncode == 0  # a preset over a preset
+    refused = _cli("export", run_dir, "--preset", run_dir, "--overwrite")
+    assert refused.returncode == 2 and "is not a preset" in refused.stderr, refused.stderr  # never over a run
 
 
 def _write_old_preset(run_dir, path):
