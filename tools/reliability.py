@@ -841,7 +841,8 @@ HARDENING = [
     "|---|---|---|---|",
     "| `n_best` 64 on 32 instances | one batch of 2,048 beam rows with caches at the full `max_length`: enough "
     "memory to kill the process | `n_best` over `--max-n-best` (4) is a 400 before queueing; every `n_best` "
-    "request decodes at one beam width, at most `--max-decode-rows` (128) rows per compiled call | "
+    "request decodes at one beam width, at most `--max-decode-rows` (128) rows per compiled call; a request costing "
+    "more than `--max-request-tokens` (source plus output tokens times the beam width) is a 413 | "
     "`tests/serving/test_server.py` (`n-best-over-max-n-best`, `test_what_can_be_refused_before_queueing_never_"
     "reaches_the_batcher`) |",
     "| prefixes of width 1, 2, 3, ... | a decoding loop compiled per width, every cache kept | every prefix "

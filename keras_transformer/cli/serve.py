@@ -57,7 +57,7 @@ def cmd_serve(args):
         max_streams=args.max_streams, batching=args.batching, steps_per_call=args.steps_per_call,
         signatures=None if args.signatures == ["all"] else tuple(args.signatures), max_n_best=args.max_n_best,
         max_decode_rows=args.max_decode_rows, allow_hosts=tuple(args.allow_host), max_connections=args.max_connections,
-        body_timeout_s=args.body_timeout_s)
+        body_timeout_s=args.body_timeout_s, max_request_tokens=args.max_request_tokens)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
     served = load_served_model(args.artifact, args.model_name, decoding, settings, (args.source_lang, args.target_lang))
@@ -136,6 +136,9 @@ def register(sub, common):
     p.add_argument("--max-decode-rows", type=positive_int, default=d.max_decode_rows,
                    help="most decoder rows (sentences x beam width) in one compiled call, bounding a batch's memory "
                         f"(default {d.max_decode_rows})")
+    p.add_argument("--max-request-tokens", type=positive_int, default=d.max_request_tokens,
+                   help="the most a request may cost, in token rows: its sentences' source tokens plus the longest "
+                        f"output, times the beam width; more get HTTP 413 (default {d.max_request_tokens})")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a Host header name to accept besides the address listened on and localhost (repeatable; "
                         "*: any); other names get HTTP 403, so that a web page cannot reach the server by DNS "

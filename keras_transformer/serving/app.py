@@ -222,7 +222,7 @@ def create_app(served, settings=None, listen=None):
             return _stream(payload, request)
         parsed = parse_predict(payload, served.signatures, settings.max_instances)
         request.state.sentences = len(parsed.rows)
-        served.check(parsed)  # what can be refused is refused before it is queued
+        await asyncio.to_thread(served.check, parsed)  # what can be refused is refused before it is queued
         if not parsed.rows:
             return shape_response(parsed, [])
         rows = served.with_languages(parsed.rows)  # checked before queueing: a bad code is this request's 400

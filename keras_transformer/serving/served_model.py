@@ -35,6 +35,7 @@ class ServedModel:
         signatures: the signature names served (`None`: all the translator answers).
         max_n_best: the largest `n_best` (every `n_best` request decodes this many hypotheses).
         max_decode_rows: the most decoder rows (sentences x beam width) in one compiled call.
+        max_request_tokens: the most token rows a request may cost (`check`); `None`: no limit.
 
     A multilingual model (M2M-100, NLLB-200) answers `serving_default`, whose sentences each take an optional
     `source_language` and `target_language`; sentences into different languages decode in one batch.
@@ -42,7 +43,7 @@ class ServedModel:
 
     def __init__(self, translator, name, decoding=None, batch_size=32, continuous=True, steps_per_call=8,
                  source_language=None, target_language=None, signatures=("serving_default",), max_n_best=4,
-                 max_decode_rows=128):
+                 max_decode_rows=128, max_request_tokens=None):
         from keras_transformer.serving.continuous import engine_for
 
         self.translator, self.name = translator, name
@@ -59,7 +60,7 @@ class ServedModel:
             raise ValueError(f"--signatures: {type(translator).__name__} does not answer {unknown[0]!r}; it answers "
                              f"{', '.join(answered)}")
         self.signatures = {n: s for n, s in answered.items() if signatures is None or n in signatures}
-        self.max_n_best, self.max_decode_rows = max_n_best, max_decode_rows
+        self.max_n_best, self.max_decode_rows, self.max_request_tokens = max_n_best, max_decode_rows, max_request_tokens
         self.sentences_per_call = {n: self._sentences_per_call(n) for n in self.signatures}
         self.engine, self.engine_note = (engine_for(translator, self.decoding, batch_size, steps_per_call) if continuous
                                          else (None, "--batching static"))
@@ -93,8 +94,20 @@ class ServedModel:
         return {n: [(r, w) for w in widths for r in rows if r <= self.sentences_per_call[n]] for n in static}
 
     def check(self, request):
-        """Refuses (`RequestError`) what a request asks beyond this server's limits, before it is queued."""
+        """Refuses (`RequestError`) what a request asks beyond this server's limits, before it is queued: `n_best`
+        over `max_n_best`, a prefix longer than the output, a cost over `max_request_tokens` (its sentences' source
+        tokens plus the output's `max_length`, times the beam width; a translator of a run, whose tokenizer reads
+        the texts here)."""
         options = dict(request.options)
+        if self.max_request_tokens and isinstance(self.translator, Translator) and request.rows:
+            t, width = self.translator, self.beam_width(request.signature.name)
+            output = self.decoding.get("max_length") or t.max_length
+            sources = tokenize_rows(t.source_tokenizer, [row[0] for row in request.rows])
+            cost = width * sum(min(len(row) + 2, t.parts.max_length) + output for row in sources)
+            if cost > self.max_request_tokens:
+                raise RequestError(f"this request costs {cost:,} token rows ({len(sources)} sentences' source and "
+                                   f"output tokens x beam width {width}); at most {self.max_request_tokens:,} "
+                                   "(--max-request-tokens): split it into smaller requests", 413)
         if options.get("n_best", 0) > self.max_n_best:
             raise RequestError(f"n_best {options['n_best']}: at most {self.max_n_best} on this server "
                                "(--max-n-best)")

@@ -35,7 +35,8 @@ def load_served_model(artifact, model_name=None, decoding=None, settings=None, l
     return ServedModel(load_translator(artifact), name, decoding=decoding, batch_size=settings.max_batch_size,
                        continuous=settings.batching == "continuous", steps_per_call=settings.steps_per_call,
                        source_language=languages[0], target_language=languages[1], signatures=settings.signatures,
-                       max_n_best=settings.max_n_best, max_decode_rows=settings.max_decode_rows)
+                       max_n_best=settings.max_n_best, max_decode_rows=settings.max_decode_rows,
+                       max_request_tokens=settings.max_request_tokens)
 
 
 def warm_up_shapes(served, settings):

@@ -34,6 +34,8 @@ class ServerSettings:
             compiled program, whatever values requests send.
         max_decode_rows: the most decoder rows (sentences x beam width) one compiled call holds: batches of a
             wide beam are cut into fewer sentences, so a request's memory is bounded whatever its options.
+        max_request_tokens: the most a request may cost, in token rows: the sum over its sentences of source
+            tokens plus output tokens (`max_length`), times the beam width; 413 above it (split the request).
         allow_hosts: `Host` names accepted besides the address listened on (and `localhost` on a loopback or
             every-interface address); `"*"`: any. Others get 403 (a DNS-rebinding page cannot reach the server).
         max_connections: the most open connections; more are answered 503 at once.
@@ -52,6 +54,7 @@ class ServerSettings:
     signatures: tuple = ("serving_default",)
     max_n_best: int = 4
     max_decode_rows: int = 128
+    max_request_tokens: int = 65536
     allow_hosts: tuple = ()
     max_connections: int = 256
     body_timeout_s: float = 10.0
@@ -66,7 +69,7 @@ class ServerSettings:
         if not self.body_timeout_s > 0:
             raise ValueError(f"body_timeout_s must be > 0, got {self.body_timeout_s!r}")
         for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams",
-                     "steps_per_call", "max_n_best", "max_decode_rows", "max_connections"):
+                     "steps_per_call", "max_n_best", "max_decode_rows", "max_connections", "max_request_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

@@ -457,7 +457,8 @@ def test_a_request_the_translator_refuses_fails_no_other_request_of_its_batch():
 
 def test_what_can_be_refused_before_queueing_never_reaches_the_batcher(served_model):
     shared = ServedModel(served_model.translator, "shared", batch_size=2, continuous=False,
-                         signatures=("serving_default", "n_best", "translate_with_prefix"), max_n_best=2)
+                         signatures=("serving_default", "n_best", "translate_with_prefix"), max_n_best=2,
+                         max_request_tokens=200)
     with serving(shared, max_batch_size=2) as server:
         url = predict_url(server, shared)
         for body in ({"signature_name": "n_best", "instances": [{"text": "a", "n_best": 3}]},
@@ -465,6 +466,9 @@ def test_what_can_be_refused_before_queueing_never_reaches_the_batcher(served_mo
                      b'{"instances": ["\\ud800"]}'):  # a lone surrogate: no UTF-8 text has it
             sent = dict(content=body, headers=JSON) if isinstance(body, bytes) else dict(json=body)
             assert_json_error(httpx.post(url, timeout=WAIT, **sent), 400)
+        costly = httpx.post(url, json={"instances": [" ".join(SENTENCES)] * 8}, timeout=WAIT)
+        assert_json_error(costly, 413)
+        assert "--max-request-tokens" in costly.json()["error"] and "at most 200" in costly.json()["error"]
         assert server.app.state.batcher.stats()["batches"] == 0
         assert httpx.post(url, json={"instances": [SENTENCES[0]]}, timeout=WAIT).status_code == 200
 
