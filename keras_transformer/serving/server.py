@@ -44,8 +44,10 @@ def warm_up_shapes(served, settings):
 
     With a `SlotEngine` (continuous batching): `serving_default` at the engine's slots and each of its source
     buckets. Batch at a time, on a translator with fixed shapes (`ServedModel.batch_shapes`): each of its shapes,
-    for each signature served. Otherwise (an exported artifact, which compiles nothing per shape) `serving_default`
-    at a few batch sizes and source widths."""
+    for each signature served. Otherwise (an exported artifact, whose graph pads batches itself) `serving_default`
+    at every batch bucket the batcher can form (1, 2, 4, 8, then multiples of 8 up to `max_batch_size`) and every
+    source-width bucket (multiples of 8 up to the model's source length): a SavedModel exported with XLA compiles
+    each on first use."""
     shapes = []
     if getattr(served, "engine", None) is not None:
         shapes += [("serving_default", served.engine.slots, width) for width in served.engine.source_buckets]
@@ -55,8 +57,9 @@ def warm_up_shapes(served, settings):
         return shapes
     translator = served.translator
     longest = getattr(getattr(translator, "parts", None), "max_length", None) or getattr(translator, "max_length", 64)
-    sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8, settings.max_batch_size)})
-    widths = sorted({min(w, longest) for w in (8, 32, 128, longest)})
+    sizes = sorted({min(n, settings.max_batch_size) for n in (1, 2, 4, 8)} | set(
+        range(16, settings.max_batch_size + 1, 8)))
+    widths = sorted({min(w, longest) for w in range(8, longest + 8, 8)})
     return [("serving_default", size, width) for width in widths for size in sizes]
 
 
