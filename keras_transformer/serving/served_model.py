@@ -99,18 +99,22 @@ class ServedModel:
         tokens plus the output's `max_length`, times the beam width; a translator of a run, whose tokenizer reads
         the texts here)."""
         options = dict(request.options)
-        if self.max_request_tokens and isinstance(self.translator, Translator) and request.rows:
-            t, width = self.translator, self.beam_width(request.signature.name)
-            output = self.decoding.get("max_length") or t.max_length
-            sources = tokenize_rows(t.source_tokenizer, [row[0] for row in request.rows])
-            cost = width * sum(min(len(row) + 2, t.parts.max_length) + output for row in sources)
-            if cost > self.max_request_tokens:
-                raise RequestError(f"this request costs {cost:,} token rows ({len(sources)} sentences' source and "
-                                   f"output tokens x beam width {width}); at most {self.max_request_tokens:,} "
-                                   "(--max-request-tokens): split it into smaller requests", 413)
         if options.get("n_best", 0) > self.max_n_best:
             raise RequestError(f"n_best {options['n_best']}: at most {self.max_n_best} on this server "
                                "(--max-n-best)")
+        if self.max_request_tokens and isinstance(self.translator, Translator) and request.rows:
+            t, width = self.translator, self.beam_width(request.signature.name)
+            output = self.decoding.get("max_length") or t.max_length
+            # Only a request that could cost more than the limit (every source at the model's longest) is tokenized
+            # here: most requests are far below it, and the decoder reads their texts once.
+            if width * len(request.rows) * (t.parts.max_length + output) > self.max_request_tokens:
+                sources = tokenize_rows(t.source_tokenizer, [row[0] for row in request.rows])
+                cost = width * sum(min(len(row) + 2, t.parts.max_length) + output for row in sources)
+                if cost > self.max_request_tokens:
+                    raise RequestError(f"this request costs {cost:,} token rows ({len(sources)} sentences' source "
+                                       f"and output tokens x beam width {width}); at most "
+                                       f"{self.max_request_tokens:,} (--max-request-tokens): split it into smaller "
+                                       "requests", 413)
         if request.signature.name == "translate_with_prefix" and isinstance(self.translator, Translator):
             limit = (self.decoding.get("max_length") or self.translator.max_length) - 1
             prefixes = tokenize_rows(self.translator.target_tokenizer, [row[1] for row in request.rows])
