@@ -226,6 +226,7 @@ def make_epoch_dataset(
     drop_remainder=False,
     shard=None,
     tokenize_batch_size=1024,
+    endless=False,
 ):
     """The training batches of one epoch, streamed: memory bounded by `shuffle_buffer`, whatever the corpus size.
 
@@ -249,6 +250,8 @@ def make_epoch_dataset(
         shard: `(index, count)`: keep rows `[index * B / count, (index + 1) * B / count)` of every batch of `B`
             rows, padded with all-padding rows (which get no loss) up to a multiple of `count`: the process-local
             part of a global batch.
+        endless: one iterator reads pass after pass (`position.epoch`, then the next, ...; `position.skip`
+            batches skipped in the first only), for `fit(steps_per_epoch=...)`, whose epochs are not data passes.
         Other arguments: as in `make_dataset`.
 
     Returns:
@@ -277,8 +280,7 @@ def make_epoch_dataset(
     fixed = position is None
     base_seed = tf.constant(int(seed) * 1_000_003, tf.int64)
 
-    def one_epoch(_):
-        epoch = tf.constant(0, tf.int64) if fixed else position.epoch.read_value()
+    def one_pass(epoch, skip):
         epoch_seed = base_seed + epoch
         pairs = pairs_fn(epoch_seed)
         if shuffle:
@@ -286,9 +288,17 @@ def make_epoch_dataset(
         dataset = _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size)
         dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
                          drop_remainder)
-        return dataset if fixed else dataset.skip(position.skip.read_value())
+        return dataset.skip(skip)
 
-    dataset = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).flat_map(one_epoch)
+    def passes(_):
+        zero = tf.constant(0, tf.int64)
+        start, skip = (zero, zero) if fixed else (position.epoch.read_value(), position.skip.read_value())
+        if not endless:
+            return one_pass(start, skip)
+        return tf.data.Dataset.counter(start).flat_map(
+            lambda epoch: one_pass(epoch, tf.where(epoch == start, skip, zero)))
+
+    dataset = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).flat_map(passes)
     if shard is not None:
         dataset = dataset.map(lambda inputs, labels: _shard_rows((inputs, labels), *shard))
     return dataset.prefetch(AUTOTUNE)

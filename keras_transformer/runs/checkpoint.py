@@ -3,11 +3,13 @@
 A checkpoint is two files under `run_dir/checkpoint/`:
 
     step-<S>.weights.h5   the model's weights and the optimizer's state (its step count, Adam's moments)
-    checkpoint.json       {"epoch": E, "batch": B, "step": S, "weights": "step-<S>.weights.h5", "metrics": [...]}
+    checkpoint.json       {"epoch": E, "batch": B, "step": S, "weights": "step-<S>.weights.h5", "metrics": [...],
+                           "random_state": [...]}
 
 `epoch` is the epoch in progress (0-based) and `batch` the batches of it already trained (0 at an epoch end);
 `metrics` are the running sums of the epoch's metrics (the loss and accuracy that Keras averages over an epoch),
-so that the resumed epoch logs the same mean as an uninterrupted one. Each file is written under a temporary
+so that the resumed epoch logs the same mean as an uninterrupted one; `random_state` holds the states of the
+model's random generators (dropout masks), which weights files do not keep. Each file is written under a temporary
 name and renamed into place, the weights first: `checkpoint.json` only ever names a complete weights file, and a
 kill between the two writes leaves the previous checkpoint in force.
 
@@ -41,6 +43,11 @@ def _checkpoint_dir(run_dir):
     return os.path.join(run_dir, CHECKPOINT_DIR)
 
 
+def _random_state(model):
+    """The model's random generator states (`SeedGenerator`s: in `model.variables`, not in its weights)."""
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
+
 
 class ResumableCheckpoint(keras.callbacks.Callback):
     """Writes a resumable checkpoint at every epoch end and every `every_steps` batches; positions the data.
@@ -54,6 +61,10 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         position: the `DataPosition` the training dataset reads.
         every_steps: also checkpoint every this many batches of an epoch; `None` only at epoch ends.
         resume_state: what `load_checkpoint_state` returned (the run being resumed), or `None`.
+        epoch_steps: the batches of an epoch, when known: no mid-epoch checkpoint after its last batch (the
+            epoch-end one follows its validation; a resume never starts an epoch with nothing left to train).
+        pass_steps: with `fit(steps_per_epoch=...)` over an endless stream (`make_epoch_dataset(endless=True)`),
+            the batches of one pass over the data: the data position is the global batch counted in passes.
 
     Example:
 
@@ -62,7 +73,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
     >>> model.fit(dataset, epochs=10, callbacks=[ResumableCheckpoint("runs/de-en", position, 500)])  # doctest: +SKIP
     """
 
-    def __init__(self, run_dir, position, every_steps=None, resume_state=None):
+    def __init__(self, run_dir, position, every_steps=None, resume_state=None, epoch_steps=None, pass_steps=None):
         super().__init__()
         if every_steps is not None and int(every_steps) < 1:
             raise ValueError(f"every_steps must be a positive number of batches, got {every_steps}")
@@ -70,6 +81,10 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.position = position
         self.every_steps = int(every_steps) if every_steps else None
         self.resume_state = resume_state
+        self.epoch_steps = epoch_steps
+        self.pass_steps = pass_steps
+        if pass_steps is not None and not epoch_steps:
+            raise ValueError("pass_steps needs epoch_steps (the fixed length of an epoch)")
         self._skipped = 0
         self._epoch = 0
         self._pending_metrics = None
@@ -85,7 +100,10 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             self._pending_metrics = state.get("metrics")
         if state is not None and int(state["epoch"]) <= epoch:
             self.resume_state = None  # used once: later epochs start from their beginning
-        if self.position is not None:
+        if self.position is not None and self.pass_steps:
+            done = epoch * self.epoch_steps + self._skipped  # global batches trained before this one
+            self.position.set(epoch=done // self.pass_steps, skip=done % self.pass_steps)
+        elif self.position is not None:
             self.position.set(epoch=epoch, skip=self._skipped)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -93,7 +111,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             self._restore_metrics(self._pending_metrics)
             self._pending_metrics = None
         done = self._skipped + batch + 1
-        if self.every_steps and done % self.every_steps == 0:
+        if self.every_steps and done % self.every_steps == 0 and done != self.epoch_steps:
             self._save(self._epoch, done)
 
     def on_epoch_end(self, epoch, logs=None):
@@ -124,8 +142,9 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         with atomic_path(os.path.join(directory, name)) as temporary:
             self.model.save_weights(temporary)
         metrics = [keras.ops.convert_to_numpy(v).tolist() for v in self.model.metrics_variables] if batch else None
-        write_json(os.path.join(directory, STATE_FILE),
-                               {"epoch": epoch, "batch": batch, "step": step, "weights": name, "metrics": metrics})
+        random_state = [keras.ops.convert_to_numpy(v).tolist() for v in _random_state(self.model)]
+        write_json(os.path.join(directory, STATE_FILE), {"epoch": epoch, "batch": batch, "step": step, "weights": name,
+                                                         "metrics": metrics, "random_state": random_state})
         for old in os.listdir(directory):  # the previous checkpoint, and leftovers of killed writes
             if old != name and old != STATE_FILE:
                 path = os.path.join(directory, old)
@@ -173,6 +192,11 @@ def restore_checkpoint(model, state):
     except (ValueError, KeyError) as error:
         raise CheckpointError(f"{state['path']} does not fit this model (were the model settings changed since "
                               f"the run started?): {error}") from None
+    saved = state.get("random_state")
+    variables = _random_state(model)
+    if saved is not None and len(saved) == len(variables):
+        for variable, value in zip(variables, saved):
+            variable.assign(np.asarray(value, dtype=variable.dtype))
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if step != int(state["step"]):
         raise CheckpointError(f"{state['path']}: the optimizer state was not restored (step {step}, expected "

@@ -53,7 +53,7 @@ class HistoryLogger(keras.callbacks.Callback):
         if self.records:  # a second fit() of the same run (a resumed epoch completed first): keep going
             return
         if self.resume_epoch:
-            for record in _read_records(self.json_path):
+            for record in read_records(self.json_path):
                 if int(record["epoch"]) <= self.resume_epoch:
                     self.records[int(record["epoch"])] = record
 
@@ -273,7 +273,7 @@ def _current_learning_rate(model):
     return value if math.isfinite(value) else None
 
 
-def _read_records(path):
+def read_records(path):
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
@@ -306,7 +306,7 @@ def records_to_history(records):
 
 def load_history(path):
     """Reads a `history.json` written by `HistoryLogger` as `{metric: [values]}`."""
-    return records_to_history(_read_records(path))
+    return records_to_history(read_records(path))
 
 
 def make_callbacks(
@@ -374,7 +374,7 @@ def make_callbacks(
     # When resuming, the best checkpoint must beat the best value logged before the interruption.
     best_so_far = None
     if resume_epoch and monitor.endswith("loss"):
-        values = [r[monitor] for r in _read_records(history_path) if r["epoch"] <= resume_epoch and monitor in r]
+        values = [r[monitor] for r in read_records(history_path) if r["epoch"] <= resume_epoch and monitor in r]
         best_so_far = min(values) if values else None
     callbacks = []
     if backup:
@@ -398,7 +398,7 @@ def make_callbacks(
             keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
         )
     if max_minutes is not None:
-        records = [r for r in _read_records(history_path) if r["epoch"] <= resume_epoch] if resume_epoch else []
+        records = [r for r in read_records(history_path) if r["epoch"] <= resume_epoch] if resume_epoch else []
         budget = TimeBudget(float(max_minutes) * 60.0,
                             past_epoch_seconds=[float(r.get("epoch_seconds", 0.0)) for r in records])
         callbacks.append(budget)

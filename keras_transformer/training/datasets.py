@@ -34,6 +34,7 @@ class TrainingData(typing.NamedTuple):
     steps: int  # batches per epoch
     exact: bool  # `steps` was counted, not estimated
     position: DataPosition  # where the training batches are (the checkpoints record it)
+    pass_steps: int = None  # with `steps_per_epoch`: the batches of one pass over the data (epochs are not passes)
 
 
 def training_data(source, val_source, tokenizers, model_config, training_config, shard, verbose):
@@ -48,12 +49,12 @@ def training_data(source, val_source, tokenizers, model_config, training_config,
     )
     position = DataPosition()
 
-    def training_batches(shard=None):
+    def training_batches(shard=None, endless=False):
         return make_epoch_dataset(
             source.pairs_fn, *tokenizers, position=position, seed=training_config.seed,
             shuffle_buffer=training_config.shuffle_buffer, shard=shard,
             drop_remainder=bool(training_config.jit_compile) and source.num_pairs >= 4 * training_config.batch_size,
-            **batching,
+            endless=endless, **batching,
         )
 
     val_ds = None
@@ -65,12 +66,20 @@ def training_data(source, val_source, tokenizers, model_config, training_config,
     # The epoch length is counted on the whole global batches; each process then reads its rows of them.
     whole_batches = training_batches()
     steps, exact = steps_per_epoch(whole_batches, source.num_pairs, training_config, verbose)
-    train_ds = whole_batches if shard is None else training_batches(shard)
+    pass_steps = None
+    if training_config.steps_per_epoch:
+        # Epochs of a fixed length over an endless stream of passes: a checkpoint's position in the data is its
+        # global batch counted in passes, so the length of one pass is counted (one tokenization of the corpus).
+        if verbose and source.num_pairs > EXACT_COUNT_LIMIT:
+            print(f"Counting the batches of one pass over {source.num_pairs:,} pairs (steps_per_epoch resumes at a "
+                  "position in the data)")
+        pass_steps = count_batches(whole_batches)
+        if pass_steps == 0:
+            raise ValueError("the training data makes no batch (no pair fits max_length?)")
+    train_ds = training_batches(shard, endless=bool(training_config.steps_per_epoch))
     if training_config.rdrop:
         # R-Drop: every batch twice, so the loss compares two dropout passes of each example. Validation
         # batches too: without dropout the copies agree, and the validation loss is the plain one.
         train_ds = duplicate_rows(train_ds)
         val_ds = duplicate_rows(val_ds) if val_ds is not None else None
-    if training_config.steps_per_epoch:
-        train_ds = train_ds.repeat()
-    return TrainingData(train_ds, val_ds, steps, exact, position)
+    return TrainingData(train_ds, val_ds, steps, exact, position, pass_steps)

@@ -15,7 +15,6 @@ import time
 import warnings
 
 import keras
-import numpy as np
 
 from keras_transformer.data import train_tokenizers
 from keras_transformer.data.pipeline import with_known_length
@@ -42,10 +41,12 @@ from keras_transformer.runs.run import save_tokenizers
 from keras_transformer.runs.run import write_run_config
 from keras_transformer.training.callbacks import load_history
 from keras_transformer.training.callbacks import make_callbacks
+from keras_transformer.training.callbacks import read_records
 from keras_transformer.training.datasets import training_data
 from keras_transformer.training.distribution import DistributionConfig
 from keras_transformer.training.distribution import check_mirrored_jit_compile
 from keras_transformer.training.distribution import setup_distribution
+from keras_transformer.training.final_weights import FinalWeights
 from keras_transformer.training.fine_tuning import copy_weights
 from keras_transformer.training.fine_tuning import describe_fine_tuning
 from keras_transformer.training.fine_tuning import fine_tuning_settings
@@ -57,29 +58,6 @@ from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import make_optimizer
 from keras_transformer.training.schedule import make_schedule
 from keras_transformer.validation import check_settings
-
-
-class WeightAveraging(keras.callbacks.Callback):
-    """Keep the weights of the last `count` epochs and load their average when training ends.
-
-    Averaging the last checkpoints is a cheap, reliable BLEU gain for Transformers
-    (Vaswani et al., 2017, section 6.1; Popel and Bojar, 2018).
-    """
-
-    def __init__(self, count):
-        super().__init__()
-        self.count = count
-        self.snapshots = []
-        self.average_at_end = True  # False while a resumed epoch is completed in a fit() of its own
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.snapshots.append([np.array(w) for w in self.model.get_weights()])
-        self.snapshots = self.snapshots[-self.count:]
-
-    def on_train_end(self, logs=None):
-        if self.average_at_end and len(self.snapshots) > 1:
-            averaged = [np.mean(ws, axis=0).astype(ws[0].dtype) for ws in zip(*self.snapshots)]
-            self.model.set_weights(averaged)
 
 
 def compile_model(model, model_config, training_config, schedule, jit_compile=True):
@@ -187,15 +165,17 @@ def train(
 
         callback_dir = _callback_dir(scratch, output_dir, writer)
         checkpoint = ResumableCheckpoint(callback_dir, data.position, every_steps=training_config.checkpoint_every,
-                                         resume_state=state)
-        averaging = WeightAveraging(training_config.average_last) if training_config.average_last > 1 else None
-        run_callbacks = _run_callbacks(callback_dir, checkpoint, averaging, schedule, data, training_config, state,
+                                         resume_state=state, pass_steps=data.pass_steps,
+                                         epoch_steps=training_config.steps_per_epoch or (data.exact and data.steps))
+        final = _final_weights(callback_dir, output_dir, data, training_config, state)
+        run_callbacks = _run_callbacks(callback_dir, checkpoint, final, schedule, data, training_config, state,
                                        list(callbacks or []))
         start = time.time()
         try:
-            _fit(model, data, run_callbacks, averaging, state, training_config, verbose)
+            _fit(model, data, run_callbacks, final, state, training_config, verbose)
         except TrainingDivergedError as error:
             raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
+        final.finish(model, verbose)
         elapsed = time.time() - start
         _save_final_model(model, callback_dir, output_dir, writer)
         if verbose:
@@ -341,12 +321,20 @@ def _callback_dir(scratch, output_dir, writer):
     return callback_dir
 
 
-def _run_callbacks(callback_dir, checkpoint, averaging, schedule, data, training_config, state, extra_callbacks):
-    """The run's callbacks in their order: the NaN guard, `make_callbacks`'s, the checkpoint, weight averaging,
-    then the caller's."""
+def _final_weights(callback_dir, output_dir, data, training_config, state):
+    """The `FinalWeights` callback (early stopping, averaging), its state read back from a resumed run's history."""
+    resume_epoch = _initial_epoch(state)
+    records = read_records(os.path.join(output_dir, "history.json")) if resume_epoch else []
+    return FinalWeights(callback_dir, training_config.average_last, training_config.patience,
+                        monitor="val_loss" if data.val is not None else "loss",
+                        records=[r for r in records if int(r["epoch"]) <= resume_epoch], read_dir=output_dir)
+
+
+def _run_callbacks(callback_dir, checkpoint, final, schedule, data, training_config, state, extra_callbacks):
+    """The run's callbacks in their order: the NaN guard, `make_callbacks`'s, early stopping and averaging, the
+    checkpoint, then the caller's."""
     callbacks = make_callbacks(
         callback_dir,
-        patience=training_config.patience,
         monitor="val_loss" if data.val is not None else "loss",
         backup=False,
         resume_epoch=_initial_epoch(state),
@@ -357,10 +345,8 @@ def _run_callbacks(callback_dir, checkpoint, averaging, schedule, data, training
         max_epochs=training_config.epochs,
     )
     callbacks.insert(0, StopOnNonFiniteLoss())  # first: nothing after it sees (or saves) a NaN loss's weights
-    callbacks.append(checkpoint)  # after the history logger: a checkpoint never runs ahead of history.json
-    if averaging is not None:
-        callbacks.append(averaging)
-    return callbacks + extra_callbacks
+    # After the history logger: neither runs ahead of history.json; the epoch's snapshot before its checkpoint.
+    return [*callbacks, final, checkpoint, *extra_callbacks]
 
 
 def _initial_epoch(state):
@@ -368,33 +354,34 @@ def _initial_epoch(state):
     return int(state["epoch"]) if state else 0
 
 
-def _fit(model, data, callbacks, averaging, state, training_config, verbose):
+def _fit(model, data, callbacks, final, state, training_config, verbose):
     """`model.fit` from the checkpoint `state` (None: the first epoch) to the last epoch.
 
     Keras has no "start at batch b": an epoch interrupted after some batches is completed by a fit() of its
     own, whose dataset skips the batches already done (the checkpoint positions it), then the run goes on from
-    the next epoch.
+    the next epoch. With `steps_per_epoch`, epochs are fixed numbers of batches from an endless stream of passes.
     """
     initial_epoch = _initial_epoch(state)
-    fits = [(initial_epoch, training_config.epochs, data.steps)]
-    if state is not None and int(state["batch"]) > 0 and not training_config.steps_per_epoch:
-        fits = [(initial_epoch, initial_epoch + 1, data.steps - int(state["batch"])),
-                (initial_epoch + 1, training_config.epochs, data.steps)]
-    for number, (first_epoch, last_epoch, epoch_steps) in enumerate(fits):
-        if first_epoch >= last_epoch or (number and model.stop_training):
+    fixed_steps = training_config.steps_per_epoch
+    epoch_steps = fixed_steps or data.steps
+    done = int(state["batch"]) if state is not None else 0
+    fits = [(initial_epoch, training_config.epochs, epoch_steps)]
+    if done > 0:
+        fits = [(initial_epoch, initial_epoch + 1, epoch_steps - done),
+                (initial_epoch + 1, training_config.epochs, epoch_steps)]
+    for number, (first_epoch, last_epoch, steps) in enumerate(fits):
+        if first_epoch >= last_epoch or final.stopped or (number and model.stop_training):
             continue
-        if averaging is not None:
-            averaging.average_at_end = number == len(fits) - 1
         dataset = data.train
-        if data.exact and not training_config.steps_per_epoch:
+        if data.exact and not fixed_steps:
             # A known epoch length: the progress bar has its total, the epoch ends without "ran out of data".
-            dataset = with_known_length(data.train, epoch_steps)
+            dataset = with_known_length(data.train, steps)
         model.fit(
             dataset,
             validation_data=data.val,
             epochs=last_epoch,
             initial_epoch=first_epoch,
-            steps_per_epoch=training_config.steps_per_epoch,
+            steps_per_epoch=steps if fixed_steps else None,
             callbacks=callbacks,
             shuffle=False,  # the tf.data pipeline shuffles
             verbose=verbose,
