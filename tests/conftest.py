@@ -4,6 +4,12 @@ import shutil
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Under pytest-xdist, each worker gets its share of the cores for OpenMP (PyTorch's kernels, and the transformers
+# references that tests and benchmark scripts run): N workers each spinning up a thread per core oversubscribe the
+# machine, which made the PyTorch pass three times slower on 2 cores.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 # What the commands keep between runs (`serve`'s compilation cache) goes to a directory of the test run, not the
 # user's cache.
 os.environ["XDG_CACHE_HOME"] = _CACHE = tempfile.mkdtemp(prefix="keras-transformer-tests-cache-")

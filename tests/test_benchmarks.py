@@ -75,10 +75,10 @@ def test_decode_profile_splits_both_steps_into_matmuls_and_other_ops(tmp_path):
 
 @pytest.mark.slow
 def test_scale_benchmark_reports_memory_first_step_and_pipeline_rate():
-    out = run_script("scale.py", "--data", "synthetic", "--pairs", "3000", "--shards", "2", "--steps", "4",
-                     "--pipeline-batches", "4", "--num-layers", "1", *TINY_MODEL, "--num-heads", "2",
+    out = run_script("scale.py", "--data", "synthetic", "--pairs", "1000", "--shards", "2", "--steps", "2",
+                     "--pipeline-batches", "2", "--num-layers", "1", *TINY_MODEL, "--num-heads", "2",
                      "--vocab-size", "200", "--batch-size", "32", "--no-jit-compile")
-    assert re.search(r"3,000 pairs\s+\|\s+3,000\s+\|\s+2\s+\|", out), out
+    assert re.search(r"1,000 pairs\s+\|\s+1,000\s+\|\s+2\s+\|", out), out
     assert re.search(r"peak RSS, large corpus: [\d.]+ GB \(goal < 2.5 GB: (met|NOT met)\); [\d.]+x the synthetic", out)
     assert re.search(r"first step, large corpus: \d+ s after the command started", out), out
     assert re.search(r"input pipeline, large corpus: [\d.]+x the batches/s the model trains", out), out

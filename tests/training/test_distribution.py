@@ -3,7 +3,6 @@ processes over 127.0.0.1 train the same small model on the same batches and log 
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,9 +19,8 @@ from keras_transformer.training.distribution import wait_for_coordinator
 # weights come from the backend's random generator: the multi-host run, on JAX, is compared with a one-device JAX
 # run, the mirrored one with a one-device TensorFlow run with the same flags.)
 SMALL = ["--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--d-ff", "64", "--max-length", "24",
-         "--epochs", "3", "--batch-size", "32", "--vocab-size", "200", "--warmup-steps", "20", "--dropout", "0",
+         "--epochs", "2", "--batch-size", "32", "--vocab-size", "200", "--warmup-steps", "20", "--dropout", "0",
          "--label-smoothing", "0", "--seed", "7", "--lr-scale", "0.1"]
-NO_XLA = ["--no-jit-compile"]  # TensorFlow runs: no XLA compiles on 2 cores (JAX runs always compile)
 
 
 def _write(path, lines):
@@ -33,7 +31,7 @@ def _write(path, lines):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("scale")
-    train, _ = make_synthetic_splits(384, 0, seed=5)
+    train, _ = make_synthetic_splits(256, 0, seed=5)
     half = len(train) // 2  # two shards per side: exercises the interleaved reader too
     src = [_write(root / "train.src.0", train.sources[:half]), _write(root / "train.src.1", train.sources[half:])]
     tgt = [_write(root / "train.tgt.0", train.targets[:half]), _write(root / "train.tgt.1", train.targets[half:])]
@@ -61,14 +59,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def single_device(corpus):
-    root, src, tgt = corpus
-    out = str(root / "one")
-    subprocess.run(_train_command(src, tgt, out, *NO_XLA), check=True, env=_env(), capture_output=True, timeout=600)
-    return _losses(out)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +91,7 @@ def test_mirrored_two_devices_give_the_single_device_losses(corpus, single_devic
     notes = [line for line in result.stderr.splitlines() if "note:" in line and "XLA" in line]
     assert len(notes) == 1 and "note: --distribute mirrored trains without XLA" in notes[0], result.stderr
     losses = _losses(out)
-    assert len(losses) == len(single_device_default) == 3
+    assert len(losses) == len(single_device_default) == 2
     assert losses[-1] < losses[0]  # it learns
     for ours, reference in zip(losses, single_device_default):
         assert abs(ours - reference) <= 0.02 * reference, (losses, single_device_default)
@@ -119,7 +109,7 @@ def test_two_multi_host_processes_give_the_single_device_losses(corpus, single_d
     assert [p.returncode for p in processes] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
     assert "keras.distribution.DataParallel on JAX over 2 devices in 2 processes" in outputs[0]
     losses = _losses(out)
-    assert len(losses) == len(single_device_jax) == 3
+    assert len(losses) == len(single_device_jax) == 2
     assert losses[-1] < losses[0]  # it learns
     for ours, reference in zip(losses, single_device_jax):
         assert abs(ours - reference) <= 0.02 * reference, (losses, single_device_jax)
@@ -128,37 +118,6 @@ def test_two_multi_host_processes_give_the_single_device_losses(corpus, single_d
                             f"run = load_run({out!r}); print(run.model.count_params())"],
                            env=_env(), capture_output=True, text=True, timeout=300)
     assert check.returncode == 0 and int(check.stdout.split()[-1]) > 0, check.stderr[-2000:]
-
-
-@pytest.mark.slow
-def test_killed_run_resumes_mid_epoch_and_loses_at_most_n_steps(corpus, single_device):
-    root, src, tgt = corpus
-    out = str(root / "killed")
-    command = _train_command(src, tgt, out, *NO_XLA, "--checkpoint-every", "3")
-    process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state_path = os.path.join(out, "checkpoint", "checkpoint.json")
-    deadline = time.time() + 300
-    state = None
-    while time.time() < deadline:  # kill -9 once a mid-epoch checkpoint of the second epoch exists
-        try:
-            with open(state_path, encoding="utf-8") as f:
-                state = json.load(f)
-        except (OSError, ValueError):
-            state = None
-        if state and state["epoch"] == 1 and state["batch"] > 0:
-            break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert state and state["epoch"] == 1 and state["batch"] > 0, state
-    with open(state_path, encoding="utf-8") as f:
-        saved = json.load(f)
-    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Resuming from the checkpoint at epoch {saved['epoch'] + 1}, batch {saved['batch']}" in result.stdout
-    # The resumed run continued inside the interrupted epoch and ended where an uninterrupted run does.
-    assert _losses(out) == pytest.approx(single_device, rel=1e-3)
-    assert not os.path.exists(os.path.join(out, "checkpoint"))  # removed once the final model was saved
 
 
 @pytest.mark.parametrize("flags, message", [
