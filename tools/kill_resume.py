@@ -4,8 +4,10 @@
     python tools/kill_resume.py --kills 5 --case steps_per_epoch
 
 Each case trains a small model (dropout on, no XLA) on a synthetic corpus with the `keras-transformer train`
-command line, first without interruption, then killed with SIGKILL at moments drawn uniformly from the first
-`--window` of the uninterrupted run's wall time and re-run with the same command until it finishes. The table
+command line, first without interruption, then killed with SIGKILL and re-run with the same command, again and
+again: one attempt in five at a random moment of its start-up, the others at a random moment within `--window` of
+the training time after they have trained a little (in a batch, a checkpoint write, a validation pass); finally
+it runs to its end. The table
 gives the largest difference between the two runs' final weights and whether every epoch's record (loss and
 validation loss) is present and equal.
 """
@@ -28,8 +30,8 @@ sys.path.insert(0, ROOT)
 MODEL = ["--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--d-ff", "64", "--max-length", "32",
          "--vocab-size", "200", "--batch-size", "32", "--warmup-steps", "20", "--seed", "5", "--no-jit-compile"]
 CASES = {
-    "steps_per_epoch": dict(flags=["--epochs", "4", "--checkpoint-every", "5"], config={"steps_per_epoch": 17},
-                            what="--config {steps_per_epoch: 17} --checkpoint-every 5, 4 epochs"),
+    "steps_per_epoch": dict(flags=["--epochs", "10", "--checkpoint-every", "5"], config={"steps_per_epoch": 17},
+                            what="--config {steps_per_epoch: 17} --checkpoint-every 5, 10 epochs"),
     "patience": dict(flags=["--epochs", "8", "--patience", "1", "--average-last", "3", "--checkpoint-every", "4",
                             "--lr-scale", "3"], config={}, what="--patience 1 --average-last 3 --checkpoint-every 4"),
 }
@@ -71,14 +73,23 @@ def _checkpoint(output):
         return None
 
 
-def _killed_run(command, output, kills, window, rng):
-    """Runs `command` to its end, killed with SIGKILL `kills` times at random moments; returns where each kill
-    left the checkpoint (None: before the first checkpoint)."""
+def _killed_run(command, output, kills, start_up, window, rng):
+    """Runs `command` to its end, killed with SIGKILL `kills` times; returns where each kill left the checkpoint
+    (None: before the first one). Every fifth attempt is killed during its start-up (a moment in the first
+    `start_up` seconds); the others once they have trained (their checkpoint moved on), a moment in the next
+    `window` seconds: in a batch, a checkpoint write, a validation pass."""
     moments = []
     while len(moments) < kills:
+        before = _checkpoint(output)
         process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if len(moments) % 5 == 4:
+            delay = rng.uniform(0, start_up)
+        else:
+            while process.poll() is None and _checkpoint(output) == before:
+                time.sleep(0.02)
+            delay = rng.uniform(0, window)
         try:
-            process.wait(timeout=rng.uniform(0, window))
+            process.wait(timeout=delay)
             break  # finished before its kill: the run is done
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGKILL)
@@ -86,6 +97,8 @@ def _killed_run(command, output, kills, window, rng):
             moments.append(_checkpoint(output))
             print(f"  kill {len(moments)}: checkpoint at {moments[-1]}", flush=True)
     else:
+        if os.path.exists(os.path.join(output, "model.keras")) and _checkpoint(output) is None:
+            return moments  # the last kill came after the final model was saved: the run is finished
         result = subprocess.run(command, env=_env(), capture_output=True, text=True)
         if result.returncode:
             raise SystemExit(f"the last resume failed:\n{result.stderr[-3000:]}")
@@ -103,14 +116,21 @@ def _final(output):
 def run_case(name, paths, work, kills, window_fraction, rng):
     case = CASES[name]
     reference_dir, killed_dir = os.path.join(work, f"{name}-reference"), os.path.join(work, f"{name}-killed")
-    start = time.time()
-    result = subprocess.run(_command(paths, reference_dir, case), env=_env(), capture_output=True, text=True)
-    if result.returncode:
-        raise SystemExit(f"the uninterrupted run failed:\n{result.stderr[-3000:]}")
+    start, first_checkpoint = time.time(), None
+    process = subprocess.Popen(_command(paths, reference_dir, case), env=_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    while process.poll() is None:
+        if first_checkpoint is None and _checkpoint(reference_dir) is not None:
+            first_checkpoint = time.time() - start
+        time.sleep(0.05)
+    if process.returncode:
+        raise SystemExit(f"the uninterrupted run failed:\n{process.stderr.read()[-3000:]}")
     seconds = time.time() - start
-    print(f"{name}: uninterrupted run {seconds:.0f} s; killing at moments in its first "
-          f"{window_fraction * seconds:.0f} s", flush=True)
-    moments = _killed_run(_command(paths, killed_dir, case), killed_dir, kills, window_fraction * seconds, rng)
+    first_checkpoint = first_checkpoint or 0.0
+    window = window_fraction * (seconds - first_checkpoint)
+    print(f"{name}: uninterrupted run {seconds:.0f} s (first checkpoint after {first_checkpoint:.0f} s); kills in "
+          f"the start-up or up to {window:.1f} s after an attempt's first checkpoint", flush=True)
+    moments = _killed_run(_command(paths, killed_dir, case), killed_dir, kills, first_checkpoint, window, rng)
     (weights, records), (expected, expected_records) = _final(killed_dir), _final(reference_dir)
     difference = max(float(np.max(np.abs(a - b))) for a, b in zip(weights, expected))
     same_records = [(r["epoch"], r.get("loss"), r.get("val_loss")) for r in records] == [
@@ -124,8 +144,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", choices=sorted(CASES), action="append", help="a case to run (default: both)")
     parser.add_argument("--kills", type=int, default=None, help="kills per case (default: 20, and 10 for patience)")
-    parser.add_argument("--window", type=float, default=0.5,
-                        help="kill moments are drawn from this fraction of the uninterrupted run's time")
+    parser.add_argument("--window", type=float, default=0.08,
+                        help="kill moments fall within this fraction of the training time after an attempt's first "
+                             "checkpoint")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)

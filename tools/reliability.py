@@ -831,11 +831,12 @@ def write_table(rows, path, seconds, selection):
 
 
 HARDENING = [
-    "## Hardening: the server, imports and artifacts, before and after",
+    "## Hardening: the server, imports, artifacts and resumed runs, before and after",
     "",
     "Each case with what it did before and what it does now, and the test that checks it (`python -m pytest "
     "-q TEST`). The server's case as a whole, an adversarial client beside well-behaved ones, is measured by "
-    "`python benchmarks/adversary.py RUN` (docs/benchmarks.md).",
+    "`python benchmarks/adversary.py RUN` (docs/benchmarks.md); resumed runs as a whole, killed at random moments and "
+    "compared with uninterrupted ones, by `python tools/kill_resume.py`.",
     "",
     "| case | before | after | checked by |",
     "|---|---|---|---|",
@@ -885,6 +886,23 @@ HARDENING = [
     "| `--distribute multi-host` without JAX; the importer's install hint | a traceback; a hint naming another "
     "project's distribution | one line naming `keras-transformer-mt[EXTRA]` | `tests/training/test_distribution.py"
     "::test_multi_host_without_jax_names_the_extra_in_one_line`, `tests/test_house.py` |",
+    "| `kill -9` mid-epoch, resumed (dropout on) | an epoch loss 1.3e-3 away from an uninterrupted run's (other "
+    "dropout masks): the dropout generators restarted | bit-exact: the checkpoint keeps their state | "
+    "`tests/training/test_resume.py::test_an_"
+    "epoch_interrupted_mid_way_resumes_exactly`, `python tools/kill_resume.py` |",
+    "| `steps_per_epoch` with `--checkpoint-every`, killed and resumed | the resume position counted Keras epochs, "
+    "not data passes, and the interrupted epoch ran a full `steps_per_epoch` more: other batches, other weights | "
+    "epochs read an endless stream of passes; the position is the global batch counted in passes; the interrupted "
+    "epoch runs only its remaining batches | `tests/training/test_resume.py::test_fixed_length_epochs_with_early_"
+    "stopping_and_averaging_resume_exactly`, `python tools/kill_resume.py` |",
+    "| `--patience` with `--average-last` | the average overwrote early stopping's best weights; both forgot "
+    "their state on a resume | the run ends with the average of the epochs up to the best one; the best value, "
+    "the epochs since and the epochs' weights are read back from `history.json` and `checkpoint/epochs/` | the same "
+    "test, `python tools/kill_resume.py --case patience` |",
+    "| `kill -9` during the validation after an epoch's last batch, with `--checkpoint-every` dividing the epoch "
+    "| the resumed epoch trained zero batches and its record had no loss (with `steps_per_epoch`: it never ended) "
+    "| no mid-epoch checkpoint after an epoch's last batch: the resume repeats the batches since the one before | "
+    "the same test |",
     "",
 ]
 

@@ -167,14 +167,14 @@ def test_lora_trains_only_the_lora_weights(run_dir, corpus):
 
 def test_int8_generates_as_float32_on_nine_in_ten_sentences(trained, tmp_path):
     task, _, _ = trained
-    texts = make_synthetic_corpus(100, seed=7).sources
+    texts = make_synthetic_corpus(50, seed=7).sources
     quantized = keras_hub.models.Seq2SeqLM.from_preset(task.save_to_preset(str(tmp_path / "float")))
     float_outputs = quantized.generate(texts)
     float_bytes = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in quantized.backbone.weights)
     quantized.quantize("int8")
     int8_outputs = quantized.generate(texts)
     agree = sum(a == b for a, b in zip(int8_outputs, float_outputs))
-    assert agree >= 90, f"{agree}/100 sentences equal"
+    assert agree >= 45, f"{agree}/50 sentences equal"
     int8_bytes = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in quantized.backbone.weights)
     assert int8_bytes <= 0.5 * float_bytes, (int8_bytes, float_bytes)
     fresh = keras_hub.models.Seq2SeqLM.from_preset(str(tmp_path / "float"))
