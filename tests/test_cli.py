@@ -25,8 +25,10 @@ def _write(path, lines):
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     train, heldout = make_synthetic_splits(600, 40, seed=3)
-    src = _write(root / "train.src", train.sources)
-    tgt = _write(root / "train.tgt", train.targets)
+    # Two pairs over --max-length 24 and a line of 2 MiB: skipped, counted and recorded, never cut.
+    too_long = ["one two three " * 10, "a b", "w " * (1 << 20)]
+    src = _write(root / "train.src", train.sources + too_long)
+    tgt = _write(root / "train.tgt", train.targets + ["x", "1 2 3 " * 10, "y"])
     val_src = _write(root / "val.src", heldout.sources)
     val_tgt = _write(root / "val.tgt", heldout.targets)
     out = str(root / "run")
@@ -78,6 +80,9 @@ def test_train_writes_a_complete_run_directory(tiny_run):
         assert os.path.exists(os.path.join(out, name)), name
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["model"]["d_model"] == 32 and config["training"]["epochs"] == 1
+    data = config["data"]
+    assert data["pairs_read"] == 603 and data["skipped_long_text"] == 1 and data["skipped_blank_side"] == 0
+    assert data["skipped_over_max_length"] == 2 and data["validation"]["pairs_read"] == 40
     assert not os.path.exists(os.path.join(out, "backup")), "the backup is removed when training ends"
 
 

@@ -310,8 +310,33 @@ def _(ctx):
     src = ctx.write("odd/long.src", "\n".join(lines) + "\n")
     start = time.time()
     result = run_cli(train_args(ctx, ctx.fresh("runs/long"), src=src), ctx, timeout=300)
-    result.note = (f"trained in {time.time() - start:.0f} s (long words tokenize as [UNK]; sequences cut at "
-                   "--max-length)")
+    result.note = f"trained in {time.time() - start:.0f} s (long words tokenize as [UNK])"
+    return result
+
+
+@case("over-max-length", "train", "a pair of 200 words, over `--max-length`", "works")
+def _(ctx):
+    lines = open(ctx.src, encoding="utf-8").read().splitlines()
+    lines[2] = " ".join(["wort"] * 200)
+    src = ctx.write("odd/over.src", "\n".join(lines) + "\n")
+    result = run_cli(train_args(ctx, ctx.fresh("runs/over"), src=src), ctx)
+    config = ctx.path("runs/over/config.json")
+    recorded = json.load(open(config))["data"]["skipped_over_max_length"] if not result.rc else None
+    result.ok = recorded == 1 and "Skipping 1 of" in result.out
+    result.note = (_first_match(result.out, r"Skipping 1 of .*\(") or "no count printed").rstrip(" (") + (
+        f"; config.json records {recorded}")
+    return result
+
+
+@case("no-newline", "train", "a source file whose last 8 MiB hold no newline", "works")
+def _(ctx):
+    data = open(ctx.src, "rb").read()
+    src = ctx.write("odd/no-newline.src", data + b"w " * (4 << 20))
+    tgt = ctx.write("odd/no-newline.tgt", open(ctx.tgt, "rb").read() + b"one more\n")
+    result = run_cli(train_args(ctx, ctx.fresh("runs/no-newline"), src=src, tgt=tgt), ctx)
+    result.ok = "1 too long" in result.out
+    result.note = (_first_match(result.out, r"\(skipping.*") or "no count of skipped pairs printed") + (
+        "; the line is read in 1 MiB pieces, never whole")
     return result
 
 
@@ -823,7 +848,10 @@ def write_table(rows, path, seconds, selection):
               "vocabulary: a word holding one is `[UNK]`, in training and translation alike.",
               "* Pairs with a blank side are skipped and counted (training), or skipped with a note (evaluate); "
               "on stdin a blank line gives an empty translation line.",
-              "* Long lines: a word over 100 bytes is `[UNK]`; sequences are cut at `--max-length` tokens.",
+              "* Long lines: a word over 100 bytes is `[UNK]`. In training a pair whose source or target does not "
+              "fit `--max-length` tokens is skipped, not cut, and counted (in the log and in `config.json`'s "
+              "`data`); so is a pair with a line over 1 MiB, which is read in bounded pieces, never whole. "
+              "Translation cuts a long input at the model's `max_length`.",
               ""] + HARDENING
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
@@ -903,6 +931,14 @@ HARDENING = [
     "| the resumed epoch trained zero batches and its record had no loss (with `steps_per_epoch`: it never ended) "
     "| no mid-epoch checkpoint after an epoch's last batch: the resume repeats the batches since the one before | "
     "the same test |",
+    "| a training pair longer than `--max-length` | cut: a target without its end, a source that no longer says "
+    "what its target says | skipped and counted, in the log and in `config.json`'s `data` | "
+    "`tests/data/test_pipeline.py::test_pairs_that_do_not_fit_max_length_are_skipped_not_cut`, "
+    "`tests/test_cli.py::test_train_writes_a_complete_run_directory` |",
+    "| a corpus line of megabytes, or a file with no newline | read whole (the whole file, for the Python API's "
+    "reader) | read in 1 MiB pieces and its pair skipped and counted; training then streams the shards in bounded "
+    "pieces too | `tests/data/test_corpus.py::test_a_line_of_megabytes_is_skipped_and_counted_and_never_read_whole`, "
+    "`tests/data/test_streaming.py::test_lines_of_megabytes_are_skipped_counted_and_streamed_in_bounded_pieces` |",
     "",
 ]
 

@@ -127,32 +127,97 @@ class ParallelCorpus:
         )
 
 
-def read_lines(path):
+MAX_LINE_BYTES = 1 << 20  # a line longer than this (1 MiB) is never a sentence: it is skipped, never read whole
+
+
+def bounded_lines(file, max_line_bytes=MAX_LINE_BYTES):
+    """Yields each line of a binary file object with its line end, or `None` for a line over `max_line_bytes`.
+
+    An over-long line is read and dropped in pieces of at most `max_line_bytes`, so that a file with no newline
+    for gigabytes never reaches memory whole.
+
+    Example:
+
+    >>> import io
+    >>> list(bounded_lines(io.BytesIO(b"short\\n" + b"x" * 20 + b"\\nlast"), max_line_bytes=10))
+    [b'short\\n', None, b'last']
+    """
+    while True:
+        line = file.readline(max_line_bytes + 1)
+        if not line:
+            return
+        if len(line) <= max_line_bytes or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of the over-long line
+            line = file.readline(max_line_bytes + 1)
+        yield None
+
+
+def open_text_file(path):
+    """A file opened for reading bytes, decompressed when it starts with the gzip magic bytes."""
+    with open(path, "rb") as f:
+        compressed = f.read(2) == _GZIP_MAGIC
+    return gzip.open(path, "rb") if compressed else open(path, "rb")
+
+
+def _line_list(path, max_line_bytes):
+    """The lines of a file as text (BOM and `"\r"` removed), `None` for a line over `max_line_bytes`."""
+    lines, text_seen = [], False
+    try:
+        with open_text_file(path) as f:
+            for number, line in enumerate(bounded_lines(f, max_line_bytes), start=1):
+                if line is not None:
+                    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line = line[3:]
+                    line = line[:-1] if line.endswith(b"\n") else line
+                    line = decode_line(line[:-1] if line.endswith(b"\r") else line, path, number)
+                    text_seen = text_seen or bool(line.strip())
+                lines.append(line)
+    except (OSError, EOFError, zlib.error) as error:
+        if isinstance(error, FileNotFoundError):
+            raise CorpusError(f"{path}: no such file") from None
+        raise CorpusError(f"{path}: expected a valid gzip file, could not decompress it ({error})") from None
+    if not text_seen and None not in lines:
+        raise CorpusError(f"{path}:1: file is empty; expected one sentence per line")
+    return lines
+
+
+def decode_line(line, path, line_number):
+    """One line's bytes as text; a `CorpusError` naming the file, the line and the byte where they are not UTF-8."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path}:{line_number}: expected UTF-8 text, found the byte 0x{line[error.start]:02x} at byte "
+            f"{error.start + 1} of the line that cannot be decoded"
+        ) from None
+
+
+def read_lines(path, max_line_bytes=MAX_LINE_BYTES):
     """Reads a UTF-8 text file (gzip-compressed when it starts with the gzip magic bytes) into lines.
 
     Lines are split on `"\\n"` only (a trailing `"\\r"` is removed), so that Unicode line separators inside a
-    sentence cannot shift the alignment of a parallel corpus.
+    sentence cannot shift the alignment of a parallel corpus. The file is read line by line, each line in bounded
+    memory (`bounded_lines`).
 
     Args:
         path: the file.
+        max_line_bytes: the longest line accepted.
 
     Returns:
         The list of lines, without line ends.
 
     Raises:
-        CorpusError: if the file is empty, not valid gzip, or not valid UTF-8 (naming the line).
+        CorpusError: if the file is empty, not valid gzip, not valid UTF-8 (naming the line) or has a line over
+            `max_line_bytes`.
     """
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise CorpusError(f"{path}: expected a valid gzip file, could not decompress it ({error})") from None
-    if not data.strip():
-        raise CorpusError(f"{path}:1: file is empty; expected one sentence per line")
-    return decode_lines(data, path)
+    lines = _line_list(path, max_line_bytes)
+    if None in lines:
+        raise CorpusError(f"{path}:{lines.index(None) + 1}: line longer than {max_line_bytes:,} bytes; expected "
+                          "one sentence per line")
+    return lines
 
 
 def decode_lines(data, name):
@@ -193,6 +258,9 @@ def _filter_pairs(sources, targets, max_words, name):
     kept_sources, kept_targets = [], []
     dropped_empty = dropped_long = 0
     for source, target in zip(sources, targets):
+        if source is None or target is None:  # a line over the reader's bound
+            dropped_long += 1
+            continue
         source, target = source.strip(), target.strip()
         if not source or not target:
             dropped_empty += 1
@@ -213,8 +281,8 @@ def read_parallel_corpus(src_path, tgt_path, max_words=None):
         max_words: drop pairs where either side has more whitespace-separated words than this; `None` keeps all.
 
     Returns:
-        A `ParallelCorpus`. Pairs with a blank side are dropped and counted in `dropped_empty`, over-long ones in
-        `dropped_long`.
+        A `ParallelCorpus`. Pairs with a blank side are dropped and counted in `dropped_empty`, over-long ones
+        (more than `max_words` words, or a line over `MAX_LINE_BYTES`) in `dropped_long`.
 
     Raises:
         CorpusError: a file is empty, not UTF-8, or the two files have different numbers of lines.
@@ -232,8 +300,8 @@ def read_parallel_corpus(src_path, tgt_path, max_words=None):
     (['Ein Hund.', 'Zwei Katzen.'], 1)
     """
     src_path, tgt_path = os.fspath(src_path), os.fspath(tgt_path)
-    sources = read_lines(src_path)
-    targets = read_lines(tgt_path)
+    sources = _line_list(src_path, MAX_LINE_BYTES)
+    targets = _line_list(tgt_path, MAX_LINE_BYTES)
     if len(sources) != len(targets):
         if len(targets) < len(sources):
             short_path, short, long_path, long = tgt_path, len(targets), src_path, len(sources)
@@ -269,7 +337,11 @@ def read_tsv_corpus(path, max_words=None, source_column=0, target_column=1):
     path = os.fspath(path)
     needed = max(source_column, target_column) + 1
     sources, targets = [], []
-    for line_number, line in enumerate(read_lines(path), start=1):
+    for line_number, line in enumerate(_line_list(path, MAX_LINE_BYTES), start=1):
+        if line is None:
+            sources.append(None)
+            targets.append(None)
+            continue
         if not line.strip():
             sources.append("")
             targets.append("")

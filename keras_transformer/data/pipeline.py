@@ -2,9 +2,11 @@
 
 Each element is `({"encoder_inputs": int32 [B, S], "decoder_inputs": int32 [B, T]}, labels int32 [B, T])`:
 
-* `encoder_inputs` = `[START] source [END]`, the source truncated so that `S <= max_length`;
-* `decoder_inputs` = `[START] target` and `labels` = `target [END]` (teacher forcing, shifted by one), the target
-  truncated so that `T <= max_length`.
+* `encoder_inputs` = `[START] source [END]`, `S <= max_length`;
+* `decoder_inputs` = `[START] target` and `labels` = `target [END]` (teacher forcing, shifted by one),
+  `T <= max_length`.
+
+A pair whose source or target does not fit `max_length` is skipped, not cut (`keras_transformer.data.lengths`).
 
 All three are 0-padded (`[PAD]` = 0) to a multiple of `pad_to_multiple` (8 by default), so a whole epoch has only
 a few distinct shapes: little padding, and few retracings/XLA recompilations.
@@ -17,6 +19,7 @@ import tensorflow as tf
 
 from keras_transformer.data.corpus import ParallelCorpus
 from keras_transformer.data.corpus import as_corpus
+from keras_transformer.data.lengths import fitting_rows
 from keras_transformer.data.packing import pack_sources
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -55,7 +58,7 @@ def make_dataset(
         source_tokenizer: `SubwordTokenizer` of the source language.
         target_tokenizer: `SubwordTokenizer` of the target language (may be the same object).
         batch_size: sentence pairs per batch (the largest batch when `token_budget` is set).
-        max_length: the longest `encoder_inputs`/`decoder_inputs`; longer sentences are truncated.
+        max_length: the longest `encoder_inputs`/`decoder_inputs`; pairs that do not fit are skipped.
         shuffle: shuffle pairs (reshuffled every epoch).
         bucket: group pairs of similar length (`tf.data.Dataset.bucket_by_sequence_length`) so that batches carry
             little padding.
@@ -117,23 +120,25 @@ def make_dataset(
 
 
 def _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size=1024):
-    """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows, truncated to `max_length`."""
+    """String pairs -> (encoder_inputs, decoder_inputs, labels) int32 rows; pairs that do not fit are skipped."""
     start_src, end_src = source_tokenizer.source_start_id, source_tokenizer.end_id
     start_tgt, end_tgt = target_tokenizer.start_id, target_tokenizer.end_id
     prefix = list(target_tokenizer.target_prefix_ids)  # a multilingual target: its language code first
 
     def encode(sources, targets):
-        rows = tf.shape(sources)[0]
-
         def column(value):
             return tf.fill([rows, 1], tf.constant(value, tf.int32))
 
-        target_ids = target_tokenizer.tokenize(targets)[:, : max_length - 1 - len(prefix)]
+        source_ids, target_ids = source_tokenizer.tokenize(sources), target_tokenizer.tokenize(targets)
+        # Pairs that do not fit are skipped, never cut (`lengths`); `count_too_long` counts them.
+        fits = fitting_rows(source_ids, target_ids, source_tokenizer, target_tokenizer, max_length)
+        source_ids, target_ids = tf.ragged.boolean_mask(source_ids, fits), tf.ragged.boolean_mask(target_ids, fits)
+        rows = tf.shape(source_ids.row_lengths())[0]
         if prefix:
             target_ids = tf.concat([tf.tile(tf.constant([prefix], tf.int32), [rows, 1]), target_ids], axis=1)
 
         # The one source packer (also the translator's and the exported graph's), back to ragged rows.
-        packed, _ = pack_sources(source_tokenizer.tokenize(sources), start_src, end_src, max_length)
+        packed, _ = pack_sources(source_ids, start_src, end_src, max_length)
         encoder_inputs = tf.RaggedTensor.from_tensor(packed, padding=0)
         decoder_inputs = tf.concat([column(start_tgt), target_ids], axis=1)
         labels = tf.concat([target_ids, column(end_tgt)], axis=1)

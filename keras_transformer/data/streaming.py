@@ -13,23 +13,28 @@ A corpus is one or more aligned pairs of shard files (plain or gzip, told apart 
 
 Line rules (the same in the scan and in the graph): lines end at `"\\n"`; surrounding ASCII whitespace (with a
 `"\\r"` of CRLF files) and a UTF-8 byte-order mark are removed; a pair with a blank side is skipped and counted;
-with `max_words`, a pair with more whitespace-separated words on either side is skipped and counted.
+with `max_words`, a pair with more whitespace-separated words on either side is skipped and counted; so is a pair
+with a line over `MAX_LINE_BYTES`, which is read in bounded pieces, never whole.
 """
 
 import dataclasses
 import glob
-import gzip
 import itertools
 import os
 import random
 
+from keras_transformer.data.corpus import MAX_LINE_BYTES
 from keras_transformer.data.corpus import CorpusError
 from keras_transformer.data.corpus import ParallelCorpus
+from keras_transformer.data.corpus import bounded_lines
+from keras_transformer.data.corpus import decode_line
+from keras_transformer.data.corpus import open_text_file
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _ASCII_SPACE = b" \t\n\r\x0b\x0c"
 _GLOB_CHARS = "*?["
+_END = object()  # a file that ended before the other
 
 
 def resolve_files(spec, flag="--src"):
@@ -74,10 +79,6 @@ def is_gzip(path):
         return f.read(2) == _GZIP_MAGIC
 
 
-def _open_lines(path):
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
-
-
 def clean_line(line):
     """Bytes of a line as training sees them: without the line end, a byte-order mark or surrounding ASCII spaces."""
     if line.startswith(_BOM):
@@ -93,9 +94,10 @@ class CorpusScan:
         src_files, tgt_files: the aligned shard files.
         pairs: line pairs read.
         dropped_empty: pairs with a blank side (skipped by training).
-        dropped_long: pairs with more than `max_words` words on a side (skipped).
+        dropped_long: pairs with more than `max_words` words on a side, or a line over `MAX_LINE_BYTES` (skipped).
         sample: a uniform random sample of the kept pairs, at most `sample_size` (a `ParallelCorpus`).
         max_words: the word limit the counts used.
+        long_lines: lines over `MAX_LINE_BYTES`: training then reads the files in bounded pieces too.
     """
 
     src_files: list
@@ -105,6 +107,7 @@ class CorpusScan:
     dropped_long: int
     sample: ParallelCorpus
     max_words: int | None = None
+    long_lines: int = 0
 
     @property
     def kept(self):
@@ -164,7 +167,7 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
         raise ValueError(f"sample_size must be at least 1, got {sample_size}")
     rng = random.Random(seed)
     sample_src, sample_tgt = [], []
-    pairs = dropped_empty = dropped_long = kept = 0
+    pairs = dropped_empty = dropped_long = kept = long_lines = 0
     progbar = None
     if verbose:
         import keras
@@ -173,18 +176,22 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
     for src_path, tgt_path in zip(src_files, tgt_files):
         shard_lines = 0
         try:
-            with _open_lines(src_path) as fs, _open_lines(tgt_path) as ft:
-                for source, target in itertools.zip_longest(fs, ft):
+            with open_text_file(src_path) as fs, open_text_file(tgt_path) as ft:
+                for source, target in itertools.zip_longest(bounded_lines(fs), bounded_lines(ft), fillvalue=_END):
                     shard_lines += 1
-                    if source is None or target is None:
+                    if source is _END or target is _END:
                         short, long_ = (src_path, tgt_path) if source is None else (tgt_path, src_path)
                         raise CorpusError(
                             f"{short}:{shard_lines}: file ends after {shard_lines - 1:,} lines, but {long_} has "
                             "more; expected the same number of lines in both files (one sentence per line, aligned)"
                         )
+                    if source is None or target is None:  # a line over MAX_LINE_BYTES, never read whole
+                        long_lines += (source is None) + (target is None)
+                        dropped_long += 1
+                        continue
                     source, target = clean_line(source), clean_line(target)
-                    text_source = _decode(source, src_path, shard_lines)
-                    text_target = _decode(target, tgt_path, shard_lines)
+                    text_source = decode_line(source, src_path, shard_lines)
+                    text_target = decode_line(target, tgt_path, shard_lines)
                     if not source or not target:
                         dropped_empty += 1
                     elif max_words is not None and (len(source.split()) > max_words or len(target.split()) > max_words):
@@ -213,25 +220,17 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
     if not kept:
         raise CorpusError(f"{src_files[0]}: no sentence pair with text on both sides")
     sample = ParallelCorpus(sample_src, sample_tgt, name=f"sample of {kept:,} pairs")
-    return CorpusScan(src_files, tgt_files, pairs, dropped_empty, dropped_long, sample, max_words)
+    return CorpusScan(src_files, tgt_files, pairs, dropped_empty, dropped_long, sample, max_words, long_lines)
 
 
-def _decode(line, path, line_number):
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CorpusError(
-            f"{path}:{line_number}: expected UTF-8 text, found the byte 0x{line[error.start]:02x} at byte "
-            f"{error.start + 1} of the line that cannot be decoded"
-        ) from None
-
-
-def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None):
+def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None, bounded=False):
     """One pass over aligned shard files as a `tf.data.Dataset` of `(source, target)` scalar strings.
 
     Shards are read `parallel_reads` at a time and interleaved; with `seed` (a Python int or an int64 tensor) the
     shard order is shuffled by it. Lines are cleaned as `clean_line` does; pairs with a blank side, or more than
-    `max_words` words on a side, are skipped (as `scan_corpus` counts them).
+    `max_words` words on a side, are skipped (as `scan_corpus` counts them). With `bounded` (what a scan that
+    found lines over `MAX_LINE_BYTES` asks for), lines are read in bounded pieces by Python and such pairs are
+    skipped; otherwise by `tf.data.TextLineDataset`, faster, which holds one whole line at a time.
 
     Example:
 
@@ -249,6 +248,9 @@ def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None
             lambda index: tuple(tf.gather(tf.constant(column), order[index]) for column in columns))
 
     def read_shard(src_path, tgt_path, src_compression, tgt_compression):
+        if bounded:
+            return tf.data.Dataset.from_generator(_bounded_pairs, args=(src_path, tgt_path),
+                                                  output_signature=(tf.TensorSpec((), tf.string),) * 2)
         return tf.data.Dataset.zip(
             tf.data.TextLineDataset(src_path, src_compression), tf.data.TextLineDataset(tgt_path, tgt_compression)
         )
@@ -259,6 +261,13 @@ def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None
     else:
         pairs = shards.flat_map(read_shard)
     return filter_pairs(pairs.map(lambda s, t: (_clean(s), _clean(t))), max_words=max_words)
+
+
+def _bounded_pairs(src_path, tgt_path):
+    """The line pairs of one shard, read in bounded memory; a pair with a line over `MAX_LINE_BYTES` is blank."""
+    with open_text_file(src_path.decode()) as fs, open_text_file(tgt_path.decode()) as ft:
+        for source, target in zip(bounded_lines(fs), bounded_lines(ft)):
+            yield (b"", b"") if source is None or target is None else (source, target)
 
 
 def _clean(line):
@@ -290,12 +299,18 @@ class PairsSource:
         vocabulary_sample: a `ParallelCorpus` to learn the vocabulary from.
         num_pairs: pairs in one pass.
         summary: one line for the user.
+        record: the pairs read and those skipped while reading, for the run's record.
     """
 
     pairs_fn: object
     vocabulary_sample: ParallelCorpus
     num_pairs: int
     summary: str
+    record: dict = dataclasses.field(default_factory=dict)
+
+
+def _record(read, blank, long):
+    return {"pairs_read": read, "skipped_blank_side": blank, "skipped_long_text": long}
 
 
 def pairs_source(data, max_words=None, sample_size=200_000, seed=0, verbose=0):
@@ -308,12 +323,13 @@ def pairs_source(data, max_words=None, sample_size=200_000, seed=0, verbose=0):
     (2, 'corpus: 2 sentence pairs')
     """
     if isinstance(data, CorpusScan):
-        src_files, tgt_files, scan_max_words = data.src_files, data.tgt_files, data.max_words
+        src_files, tgt_files, scan_max_words, bounded = data.src_files, data.tgt_files, data.max_words, data.long_lines
 
         def from_files(epoch_seed):  # holds the file names only: the sample can be freed once the vocabulary is learned
-            return file_pairs(src_files, tgt_files, seed=epoch_seed, max_words=scan_max_words)
+            return file_pairs(src_files, tgt_files, seed=epoch_seed, max_words=scan_max_words, bounded=bool(bounded))
 
-        return PairsSource(from_files, data.sample, data.kept, data.summary())
+        return PairsSource(from_files, data.sample, data.kept, data.summary(),
+                           _record(data.pairs, data.dropped_empty, data.dropped_long))
     from keras_transformer.data.corpus import as_corpus
 
     corpus = as_corpus(data, max_words=max_words)
@@ -323,4 +339,5 @@ def pairs_source(data, max_words=None, sample_size=200_000, seed=0, verbose=0):
     sample = corpus
     if len(corpus) > sample_size:
         sample = corpus.split(len(corpus) - sample_size, seed=seed)[0]
-    return PairsSource(lambda epoch_seed: pairs, sample, len(corpus), corpus.summary())
+    return PairsSource(lambda epoch_seed: pairs, sample, len(corpus), corpus.summary(),
+                       _record(len(corpus) + corpus.dropped, corpus.dropped_empty, corpus.dropped_long))

@@ -66,10 +66,11 @@ def load_tokenizers(directory):
     return source, target
 
 
-def write_run_config(directory, model_config, training_config):
-    """Writes `config.json` (atomically): the model's and the training's settings."""
-    write_json(os.path.join(directory, CONFIG_FILE),
-               {"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)})
+def write_run_config(directory, model_config, training_config, data=None):
+    """Writes `config.json` (atomically): the model's and the training's settings, and with `data` what the
+    training data held (pairs read, and skipped: a blank side, a line too long, over `max_length`)."""
+    config = {"model": model_config.to_dict(), "training": dataclasses.asdict(training_config)}
+    write_json(os.path.join(directory, CONFIG_FILE), config if data is None else {**config, "data": data})
 
 
 def save_model(model, directory):

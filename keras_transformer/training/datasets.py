@@ -3,6 +3,8 @@ and the epoch's length."""
 
 import typing
 
+from keras_transformer.data.lengths import count_too_long
+from keras_transformer.data.lengths import token_room
 from keras_transformer.data.pipeline import DataPosition
 from keras_transformer.data.pipeline import count_batches
 from keras_transformer.data.pipeline import duplicate_rows
@@ -35,6 +37,28 @@ class TrainingData(typing.NamedTuple):
     exact: bool  # `steps` was counted, not estimated
     position: DataPosition  # where the training batches are (the checkpoints record it)
     pass_steps: int = None  # with `steps_per_epoch`: the batches of one pass over the data (epochs are not passes)
+    record: dict = None  # the pairs read, kept and skipped, for the run's config.json
+
+
+def skipped_too_long(source, tokenizers, max_length, what, verbose):
+    """The pairs of `source` that do not fit `max_length` (one tokenization pass), told to the user; `None` when
+    the corpus is too large to count them before training (they are skipped all the same)."""
+    if source.num_pairs > EXACT_COUNT_LIMIT:
+        if verbose:
+            print(f"Pairs that do not fit max_length {max_length} are skipped ({what}: not counted above "
+                  f"{EXACT_COUNT_LIMIT:,} pairs)")
+        return None
+    import tensorflow as tf
+
+    count = count_too_long(source.pairs_fn(tf.constant(0, tf.int64)), *tokenizers, max_length)
+    if count == source.num_pairs:
+        rooms = token_room(*tokenizers, max_length)
+        raise ValueError(f"max_length (--max-length) = {max_length}: no {what} pair fits (at most {rooms[0]} source "
+                         f"and {rooms[1]} target subword tokens); raise --max-length")
+    if count and verbose:
+        print(f"Skipping {count:,} of {source.num_pairs:,} {what} pairs whose source or target does not fit "
+              f"max_length {max_length} (they are skipped, not cut)")
+    return count
 
 
 def training_data(source, val_source, tokenizers, model_config, training_config, shard, verbose):
@@ -57,8 +81,12 @@ def training_data(source, val_source, tokenizers, model_config, training_config,
             endless=endless, **batching,
         )
 
+    record = dict(source.record, skipped_over_max_length=skipped_too_long(
+        source, tokenizers, model_config.max_length, "training", verbose))
     val_ds = None
     if val_source is not None:
+        record["validation"] = dict(val_source.record, skipped_over_max_length=skipped_too_long(
+            val_source, tokenizers, model_config.max_length, "validation", verbose))
         val_ds = make_epoch_dataset(val_source.pairs_fn, *tokenizers, shuffle=False, shard=shard, **batching)
         if val_source.num_pairs <= EXACT_COUNT_LIMIT:
             # A known length: the first validation pass ends without Keras's "Your input ran out of data".
@@ -82,4 +110,4 @@ def training_data(source, val_source, tokenizers, model_config, training_config,
         # batches too: without dropout the copies agree, and the validation loss is the plain one.
         train_ds = duplicate_rows(train_ds)
         val_ds = duplicate_rows(val_ds) if val_ds is not None else None
-    return TrainingData(train_ds, val_ds, steps, exact, position, pass_steps)
+    return TrainingData(train_ds, val_ds, steps, exact, position, pass_steps, record)

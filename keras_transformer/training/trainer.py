@@ -156,6 +156,8 @@ def train(
         if writer:
             write_run_config(output_dir, model_config, training_config)
         data = training_data(source, val_source, tokenizers, model_config, training_config, placement.shard, verbose)
+        if writer:  # again, with the pairs read, kept and skipped
+            write_run_config(output_dir, model_config, training_config, data=data.record)
         state = load_checkpoint_state(output_dir)
         model, schedule = _build_model(model_config, training_config, data.steps, placement, state, initial,
                                        verbose)

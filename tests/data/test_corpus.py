@@ -120,3 +120,30 @@ def test_split_is_deterministic_and_disjoint():
 def test_parallel_corpus_rejects_unequal_lists():
     with pytest.raises(CorpusError):
         ParallelCorpus(["a"], [])
+
+
+def _peak_bytes(function):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = function()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_line_of_megabytes_is_skipped_and_counted_and_never_read_whole(tmp_path, compress):
+    from keras_transformer.data.corpus import MAX_LINE_BYTES
+    from keras_transformer.data.corpus import read_lines
+
+    huge = "word " * (8 * MAX_LINE_BYTES // 5)  # 8 MiB with no newline
+    src = write(tmp_path / "s.txt", f"ein Hund\n{huge}\nzwei Katzen\n{huge}", compress=compress)
+    tgt = write(tmp_path / "t.txt", "a dog\nsomething\ntwo cats\nmore\n", compress=compress)
+    corpus, peak = _peak_bytes(lambda: read_parallel_corpus(src, tgt))
+    assert corpus.sources == ["ein Hund", "zwei Katzen"] and corpus.targets == ["a dog", "two cats"]
+    assert corpus.dropped_long == 2 and "2 too long" in corpus.summary()
+    assert peak < 4 * MAX_LINE_BYTES  # the file is 16 MiB
+    with pytest.raises(CorpusError, match=r"s.txt:2: line longer than 1,048,576 bytes"):
+        read_lines(src)

@@ -7,6 +7,7 @@ from keras_transformer.data import make_synthetic_corpus
 from keras_transformer.data import measure_throughput
 from keras_transformer.data import padding_fraction
 from keras_transformer.data import train_tokenizers
+from keras_transformer.data.lengths import count_too_long
 from keras_transformer.data.pipeline import with_batch_count
 
 
@@ -60,17 +61,20 @@ def test_start_and_end_placement(corpus, tokenizers):
     assert tgt.detokenize(decoder[:1]).numpy()[0].decode() == corpus.targets[0]
 
 
-def test_long_sentences_are_truncated_to_max_length(tokenizers):
+def test_pairs_that_do_not_fit_max_length_are_skipped_not_cut(tokenizers):
     src, tgt = tokenizers
-    long_pairs = (["twenty " * 40, "one"], ["1 " * 40, "1"])
-    dataset = make_dataset(
-        long_pairs, src, tgt, batch_size=2, max_length=10, shuffle=False, bucket=False, pad_to_multiple=1
-    )
+    assert src.tokenize(["one"]).to_list() == [[src.tokenize(["one"]).to_list()[0][0]]]  # one token a word
+    assert len(tgt.tokenize(["1"]).to_list()[0]) == 1
+    # max_length 10: a source holds 8 tokens ([START] ... [END]), a target 9 ([START] ... and ... [END]).
+    sources = ["one " * 8, "one " * 9, "one", "one"]
+    targets = ["1", "1", "1 " * 9, "1 " * 10]
+    dataset = make_dataset((sources, targets), src, tgt, batch_size=4, max_length=10, shuffle=False, bucket=False,
+                           pad_to_multiple=1)
     (encoder, decoder, labels), = batches(dataset)
-    assert encoder.shape == (2, 10) and decoder.shape == labels.shape == (2, 10)
-    assert encoder[0].tolist()[-1] == src.end_id and np.count_nonzero(encoder[0]) == 10
-    assert labels[0][-1] == tgt.end_id and np.count_nonzero(decoder[0]) == 10
-    assert np.count_nonzero(encoder[1]) == 3 and np.count_nonzero(labels[1]) == 2
+    assert encoder.shape[0] == 2  # the pairs at the limit; those one token over are gone, not cut
+    assert np.count_nonzero(encoder[0]) == 10 and encoder[0][-1] == src.end_id
+    assert np.count_nonzero(labels[1]) == 10 and labels[1][-1] == tgt.end_id and decoder[1][0] == tgt.start_id
+    assert count_too_long(tf.data.Dataset.from_tensor_slices((sources, targets)), src, tgt, max_length=10) == 2
 
 
 def test_bucketing_keeps_padding_small(tokenizers):
