@@ -23,7 +23,6 @@ import itertools
 import os
 import random
 
-from keras_transformer.data.corpus import MAX_LINE_BYTES
 from keras_transformer.data.corpus import CorpusError
 from keras_transformer.data.corpus import ParallelCorpus
 from keras_transformer.data.corpus import bounded_lines
