@@ -2,6 +2,7 @@
 for tests, benchmarks and notebooks). uvicorn runs the FastAPI application; on SIGINT or SIGTERM it stops taking
 connections, finishes the requests it accepted (up to the request timeout), then the batcher drains and stops."""
 
+import json
 import logging
 import os
 import signal
@@ -104,14 +105,37 @@ def warm_up(served, settings, progress=None):
     return time.perf_counter() - begin
 
 
-def _config(app, settings, log_level):
+class ConnectionLimit:
+    """ASGI wrapper: past `max_connections` open connections (the asking one included), a request gets a 503 JSON
+    error at once and its connection is closed. `connections` is uvicorn's set of open connections."""
+
+    def __init__(self, app, max_connections):
+        self.app, self.max_connections, self.connections = app, max_connections, ()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or len(self.connections) <= self.max_connections:
+            return await self.app(scope, receive, send)
+        log.warning("503 %s %s: more than %d open connections", scope.get("method"), scope.get("path"),
+                    self.max_connections)
+        body = json.dumps({"error": f"the server holds its most open connections ({self.max_connections}, "
+                                    "--max-connections); try again later"}).encode()
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close"), (b"retry-after", b"1")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _server(app, settings, log_level):
+    """The uvicorn server of `app`, its connections limited by `ConnectionLimit`."""
     import uvicorn
 
+    limited = ConnectionLimit(app, settings.max_connections)
     # Our own access line per request (`serving.app`), so uvicorn's access log is off; its lifecycle lines stay.
-    return uvicorn.Config(app, log_config=None, access_log=False, log_level=log_level, lifespan="on",
-                          timeout_graceful_shutdown=settings.timeout_s, timeout_keep_alive=5,
-                          # uvicorn counts the connection asking among the open ones: N more than it are refused
-                          limit_concurrency=settings.max_connections + 1)
+    server = uvicorn.Server(uvicorn.Config(limited, log_config=None, access_log=False, log_level=log_level,
+                                           lifespan="on", timeout_graceful_shutdown=settings.timeout_s,
+                                           timeout_keep_alive=5))
+    limited.connections = server.server_state.connections
+    return server
 
 
 def _bind(host, port):
@@ -135,11 +159,9 @@ def serve(served, host="127.0.0.1", port=8501, settings=None, log_level="info", 
 
     `on_ready(url)` is called once the socket listens.
     """
-    import uvicorn
-
     settings = settings or ServerSettings()
     sock = _bind(host, port)
-    server = uvicorn.Server(_config(create_app(served, settings, listen=host), settings, log_level))
+    server = _server(create_app(served, settings, listen=host), settings, log_level)
     if on_ready is not None:
         on_ready(f"http://{host}:{sock.getsockname()[1]}")
     # uvicorn handles SIGINT/SIGTERM (a graceful shutdown), then raises the signal again for the handlers it
@@ -173,12 +195,10 @@ class RunningServer:
 def start_server(served, host="127.0.0.1", port=0, settings=None, log_level="warning"):
     """Starts serving `served` in a background thread (port 0: any free port); returns a `RunningServer` once it
     answers."""
-    import uvicorn
-
     settings = settings or ServerSettings()
     sock = _bind(host, port)
     app = create_app(served, settings, listen=host)
-    server = uvicorn.Server(_config(app, settings, log_level))
+    server = _server(app, settings, log_level)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
                               name="keras-transformer-serve")
     thread.start()
