@@ -886,7 +886,8 @@ HARDENING = [
     "`tests/serving/test_server.py::test_a_host_that_is_not_the_servers_is_a_403_unless_allowed` |",
     "| a browser's form or `text/plain` body | answered | 415 | `tests/serving/test_server.py` (`browser-*`) |",
     "| more connections than the server should hold; a body that never comes | every one held | a 503 JSON error "
-    "past `--max-connections` (the connection then closed); 408 after `--body-timeout-s` | `tests/serving/test_server.py::test_connections_past_max_"
+    "past `--max-connections` (the connection then closed); 408 after `--body-timeout-s` | "
+    "`tests/serving/test_server.py::test_connections_past_max_"
     "connections_get_503_and_a_slow_body_gets_408` |",
     "| an internal error | a 500 (and, in a stream, its last line) carried the exception's text | a 500 names only "
     "a request id, which the `X-Request-Id` header and the log line with the traceback carry | `tests/serving/"
