@@ -899,6 +899,9 @@ HARDENING = [
     "| a checkpoint asking `num_beams` 64 or `max_length` 100,000 | imported as it asks | a one-line error naming "
     "`generation_config.json` (beams at most 16, lengths within the model's positions) | `tests/importers/"
     "test_marian.py::test_bad_checkpoints_are_refused_in_one_line` |",
+    "| a keras-hub preset whose `task.json` asks for `num_beams` 64 or sequence lengths of 100,000 | loaded as it "
+    "asks | a one-line `PresetError` naming `task.json`, from our API, keras-hub's and the command line | "
+    "`tests/tasks/test_presets.py::test_a_preset_asking_for_more_than_decoding_should_spend_is_refused_in_one_line` |",
     "| tensors the model has no place for | dropped without a word | a note naming them (past the format's known "
     "extras) | `tests/importers/test_marian.py::test_tensors_the_model_has_no_place_for_are_named_in_a_note` |",
     "| a Hub repository with `model.safetensors` and `pytorch_model.bin` | both downloaded; `imported.json` named "

@@ -163,6 +163,8 @@ def search_decoding(translate, sources, references, beam_sizes=DEFAULT_BEAM_SIZE
     return DecodingSearch(rows=tuple(rows), best=settings)
 
 
+MAX_BEAMS = 16  # the widest beam a checkpoint's or a preset's generation settings may ask for (import refuses more)
+
 def _check_beam_size(value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"beam size must be an integer >= 1, got {value!r}")

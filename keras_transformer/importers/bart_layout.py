@@ -14,6 +14,7 @@ import re
 import warnings
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.decoding.tuning import MAX_BEAMS
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import CheckpointWarning
@@ -163,9 +164,6 @@ def write_imported_run(output_dir, model, tokenizers, configs, record, decoding)
             f.write("\n")
         write_decoding_settings(temporary, decoding)
         save_model(model, temporary)
-
-
-MAX_BEAMS = 16  # the widest beam a checkpoint's generation settings may ask for
 
 
 def generation_decoding(directory, config, source):

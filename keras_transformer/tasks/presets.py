@@ -114,3 +114,25 @@ def check_preset(path):
     if isinstance(config, dict) and config.get("registered_name") == "keras_transformer>TransformerModel":
         raise PresetError(f"{path}: a preset of an older keras-transformer layout (its config.json is a "
                           f"TransformerModel, not a TransformerBackbone); {OLD_LAYOUT_FIX}")
+
+
+def check_generation_limits(config):
+    """Raises `PresetError` (one line naming `task.json`) when a preset's task config asks for more than decoding
+    should spend: a sampler's `num_beams` over `MAX_BEAMS`, or sequence lengths past the model's positions."""
+    from keras_transformer.decoding.tuning import MAX_BEAMS
+
+    def settings(name):
+        value = config.get(name)
+        return value.get("config", {}) if isinstance(value, dict) else getattr(value, "get_config", dict)()
+
+    beams = settings("sampler").get("num_beams")
+    if beams is not None and (isinstance(beams, bool) or not isinstance(beams, int) or not 1 <= beams <= MAX_BEAMS):
+        raise PresetError(f"task.json: sampler num_beams {beams!r}: expected an integer from 1 to {MAX_BEAMS} (beams "
+                          "wider than that cost more memory per sentence than any server allows)")
+    positions = settings("backbone").get("max_length")
+    for name in ("encoder_sequence_length", "decoder_sequence_length"):
+        length = settings("preprocessor").get(name)
+        if positions is not None and length is not None and not 1 <= int(length) <= int(positions):
+            raise PresetError(f"task.json: preprocessor {name} {length!r}: expected at most the model's max_length "
+                              f"({positions} positions)")
+

@@ -38,6 +38,7 @@ from keras_transformer.models.backbone import TransformerBackbone
 from keras_transformer.tasks.preprocessor import TransformerSeq2SeqLMPreprocessor
 from keras_transformer.tasks.presets import OLD_LAYOUT_FIX
 from keras_transformer.tasks.presets import PresetError
+from keras_transformer.tasks.presets import check_generation_limits
 from keras_transformer.tasks.presets import check_preset
 from keras_transformer.tasks.presets import imported_run
 from keras_transformer.tasks.presets import is_checkpoint
@@ -152,6 +153,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
     def from_config(cls, config):
         if "backbone" not in config and "model" in config:
             raise PresetError(f"task.json: a preset of an older keras-transformer layout; {OLD_LAYOUT_FIX}")
+        check_generation_limits(config)
         return super().from_config(dict(config))
 
     # ------------------------------------------------------------------------------------------------------------

@@ -97,6 +97,29 @@ def test_an_older_preset_gets_one_line_saying_how_to_re_export(run_dir, tmp_path
     assert len(lines) == 1 and fix in lines[0], done.stderr
 
 
+@pytest.mark.parametrize("edit, named", [
+    (lambda config: config.update(sampler={"class_name": "BeamSampler", "config": {"num_beams": 64}}),
+     "num_beams 64"),
+    (lambda config: config["preprocessor"]["config"].update(decoder_sequence_length=100_000),
+     "decoder_sequence_length 100000"),
+], ids=["num-beams", "length"])
+def test_a_preset_asking_for_more_than_decoding_should_spend_is_refused_in_one_line(run_dir, tmp_path, edit, named):
+    preset = str(tmp_path / "preset")
+    assert _cli("export", run_dir, "--preset", preset).returncode == 0
+    with open(os.path.join(preset, "task.json"), encoding="utf-8") as f:
+        task = json.load(f)
+    edit(task["config"])
+    with open(os.path.join(preset, "task.json"), "w", encoding="utf-8") as f:
+        json.dump(task, f)
+    with pytest.raises(PresetError, match=f"task.json: .*{named}"):
+        TransformerSeq2SeqLM.from_preset(preset)
+    with pytest.raises(Exception, match=named):
+        keras_hub.models.Seq2SeqLM.from_preset(preset)
+    done = _cli("translate", preset, stdin="a\n")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and named in lines[0], done.stderr
+
+
 def test_exports_of_a_task_trained_with_fit_translate_as_the_task(trained, tmp_path):
     task, _, _ = trained
     expected = task.translate(SENTENCES)
