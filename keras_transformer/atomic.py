@@ -75,6 +75,17 @@ def _remove(path):
         os.remove(path)
 
 
+def remove_atomically(path):
+    """Removes a file or a directory tree at once: renamed to a temporary name first (what a process killed
+    meanwhile leaves, `clean_temporaries` removes), so `path` is there whole or gone, never half removed."""
+    if not os.path.lexists(path):
+        return
+    hidden = _hidden(path, _TMP)
+    os.rename(path, hidden)
+    _fsync(os.path.dirname(hidden), directory=True)
+    _remove(hidden)
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yields a temporary path beside `path` to write (a file or a directory); renames it onto `path` on success.

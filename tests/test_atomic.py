@@ -106,3 +106,26 @@ def test_a_written_file_and_its_directory_are_flushed_before_and_after_the_renam
     names = [name.split(".", 2)[-1] if name.startswith(".tmp-") else name for name, _ in synced]
     assert names == ["vocab.txt", "assets", "model", tmp_path.name]  # the tree bottom up, then the parent
     assert [directory for _, directory in synced] == [False, True, True, True]
+
+
+def test_a_tree_is_removed_whole_or_not_at_all(tmp_path, monkeypatch):
+    import keras_transformer.atomic as atomic
+
+    tree = tmp_path / "checkpoint"
+    (tree / "epochs").mkdir(parents=True)
+    (tree / "epochs" / "epoch-1.npz").write_bytes(b"x" * 100)
+    (tree / "checkpoint.json").write_text("{}")
+
+    def killed(path):  # the process dies while the files are being deleted
+        os.remove(os.path.join(path, "checkpoint.json"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic, "_remove", killed)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.remove_atomically(str(tree))
+    monkeypatch.undo()
+    assert not tree.exists()  # gone at once: never a checkpoint directory with half its files
+    hidden = [name for name in os.listdir(tmp_path) if name.startswith(".tmp-")]
+    assert hidden and hidden[0].endswith(".checkpoint")
+    monkeypatch.setattr(atomic, "_owner_alive", lambda *args: False)  # as after the process died
+    assert clean_temporaries(str(tmp_path)) == hidden and os.listdir(tmp_path) == []

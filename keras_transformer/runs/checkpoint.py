@@ -19,12 +19,12 @@ each epoch, so the resumed epoch's dataset skips the batches already trained, in
 
 import json
 import os
-import shutil
 
 import keras
 import numpy as np
 
 from keras_transformer.atomic import atomic_path
+from keras_transformer.atomic import remove_atomically
 from keras_transformer.atomic import write_json
 from keras_transformer.runs.layout import CHECKPOINT_DIR
 
@@ -204,5 +204,6 @@ def restore_checkpoint(model, state):
 
 
 def remove_checkpoint(run_dir):
-    """Removes `run_dir/checkpoint/` (once the final model is saved there is nothing left to resume)."""
-    shutil.rmtree(_checkpoint_dir(run_dir), ignore_errors=True)
+    """Removes `run_dir/checkpoint/` (once the final model is saved there is nothing left to resume), at once: a
+    run killed meanwhile has its whole checkpoint, and its re-run finishes from it, or none."""
+    remove_atomically(_checkpoint_dir(run_dir))

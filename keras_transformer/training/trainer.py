@@ -391,13 +391,14 @@ def _fit(model, data, callbacks, final, state, training_config, verbose):
 
 
 def _save_final_model(model, callback_dir, output_dir, writer):
-    """Saves the trained model; process 0 then removes the checkpoint and plots the history."""
+    """Saves the trained model; process 0 then plots the history and removes the checkpoint (last: a run killed
+    before that resumes from it, and finishes at once)."""
     save_model(model, callback_dir)
     if writer:
-        remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
         history_path = os.path.join(output_dir, "history.json")
         if os.path.exists(history_path):
             plot_history(load_history(history_path), os.path.join(output_dir, "history.png"))
+        remove_checkpoint(output_dir)  # the final model is saved: nothing left to resume
 
 
 def _release_freed_memory():

@@ -6,6 +6,7 @@ what a kill at that moment leaves); the next `train()` call is a new process's r
 the same with `kill -9` at random moments of the command line's runs."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -68,11 +69,25 @@ def _assert_same_run(resumed, reference):
 
 
 @pytest.mark.slow
-def test_an_epoch_interrupted_mid_way_resumes_exactly(corpora, tmp_path):
+def test_an_epoch_interrupted_mid_way_resumes_exactly(corpora, tmp_path, monkeypatch):
     # Epochs are data passes (about 10 batches); dropout on: its generators' state is part of the checkpoint.
     settings = dict(epochs=2, checkpoint_every=3)
     reference = _run(corpora, tmp_path / "reference", settings, [])
     _assert_same_run(_run(corpora, tmp_path / "resumed", settings, [InterruptAt(14)]), reference)
+
+    # Killed after model.keras is written and before the checkpoint is removed: the re-run finishes from it.
+    def killed(run_dir):
+        raise Interrupted("before the checkpoint is removed")
+
+    path = tmp_path / "killed-at-the-end"
+    with monkeypatch.context() as patch:
+        patch.setattr("keras_transformer.training.trainer.remove_checkpoint", killed)
+        with pytest.raises(Interrupted):
+            _run(corpora, path, settings, [])
+    assert (path / "model.keras").exists() and (path / "checkpoint").is_dir()
+    _assert_same_run(_run(corpora, path, settings, []), reference)
+    assert (path / "history.png").exists() and not (path / "checkpoint").exists()
+    assert not [name for name in os.listdir(path) if name.startswith((".tmp-", ".old-"))]  # no temporary left
 
 
 @pytest.mark.slow
