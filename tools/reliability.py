@@ -882,6 +882,19 @@ HARDENING = [
     "| a large request ahead of one-sentence ones (continuous batching) | its sentences took every free slot first "
     "| free slots go to the waiting requests in turn, one sentence each | `tests/serving/test_continuous.py::test_"
     "free_slots_take_one_sentence_of_each_waiting_request_in_turn` |",
+    "| a large request beside small ones, once every one has a slot | it took every slot that freed | none holds more "
+    "than its share of the slots while others are open | `tests/serving/test_continuous.py::test_while_several_"
+    "requests_are_active_none_takes_more_than_its_share_of_the_slots` |",
+    "| large `n_best` or prefix requests beside the engine's small ones | decoded in a second thread at the same "
+    "time, taking half of every core | the two workers take turns in proportion to the requests each holds, 4 "
+    "sentences a turn | `tests/serving/test_fair_share.py` |",
+    "| a request that cannot end within the timeout at the share it would get | accepted, then 504 | 429 at once "
+    "(from the measured seconds a sentence holds a slot) | `tests/serving/test_continuous.py::test_a_request_that_"
+    "could_not_end_within_the_timeout_is_refused_at_once_not_timed_out` |",
+    "| a 1 MiB body of long texts, refused for its cost | the refusal itself tokenized the whole body | bounded by "
+    "characters and words first; tokenized only between the bounds, 16 texts at a time until over the limit | "
+    "`tests/serving/test_server.py::test_the_cost_check_decides_as_tokenizing_would_and_tokenizes_only_between_its_"
+    "bounds` |",
     "| a `Host` that is not the server's (DNS rebinding) | answered | 403 unless `--allow-host` names it | "
     "`tests/serving/test_server.py::test_a_host_that_is_not_the_servers_is_a_403_unless_allowed` |",
     "| a browser's form or `text/plain` body | answered | 415 | `tests/serving/test_server.py` (`browser-*`) |",

@@ -39,6 +39,7 @@ from keras_transformer.serving.batching import QueueFull
 from keras_transformer.serving.batching import ShuttingDown
 from keras_transformer.serving.continuous import ENGINE_SIGNATURE
 from keras_transformer.serving.continuous import ContinuousBatcher
+from keras_transformer.serving.fair_share import FairShare
 from keras_transformer.serving.protocol import RequestError
 from keras_transformer.serving.protocol import decode_json
 from keras_transformer.serving.protocol import json_safe
@@ -170,9 +171,12 @@ def create_app(served, settings=None, listen=None):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         nonlocal batcher, engine
-        batcher = Batcher(served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000, settings.max_queued)
         slots = getattr(served, "engine", None)  # a ServedModel's SlotEngine, where it decodes with one
-        engine = ContinuousBatcher(served.translator, slots, settings.max_queued) if slots is not None else None
+        share = FairShare() if slots is not None else None  # the engine and the batcher take turns on the cores
+        batcher = Batcher(served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000, settings.max_queued,
+                          share=share)
+        engine = (ContinuousBatcher(served.translator, slots, settings.max_queued, share, settings.timeout_s)
+                  if slots is not None else None)
         app.state.batcher, app.state.engine = batcher, engine
         try:
             yield

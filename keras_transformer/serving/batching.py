@@ -7,7 +7,7 @@ arrived (TF Serving's `max_batch_size` and `batch_timeout_micros`). One worker t
 request it refuses) is run again request by request, so that one request's bad input fails that request alone; any
 other failure (out of memory, an internal error) is no request's fault and fails the batch's requests at once. The
 queue holds at most `max_queued` sentences: `submit` refuses more (`QueueFull`), so memory stays bounded under any
-load.
+load. Beside a continuous-batching engine, batches run a few sentences per turn of a `FairShare`.
 """
 
 import collections
@@ -50,14 +50,17 @@ class Batcher:
         max_batch_size: the most items in a batch (a single larger request runs alone, whole).
         batch_timeout: seconds a batch waits, after its first request, for more (0: run what is there).
         max_queued: the most items waiting; `submit` raises `QueueFull` beyond it.
+        share: a `FairShare` whose turns this worker takes (beside a continuous-batching engine), `turn_items`
+            items at a time, so that a large batch holds the cores for a bounded time; `None`: whole batches.
 
     `stats()` reports the batches run and their mean size.
     """
 
-    def __init__(self, run_batch, max_batch_size=32, batch_timeout=0.005, max_queued=1024):
+    def __init__(self, run_batch, max_batch_size=32, batch_timeout=0.005, max_queued=1024, share=None,
+                 turn_items=4):
         if max_batch_size < 1 or max_queued < 1 or batch_timeout < 0:
             raise ValueError("max_batch_size and max_queued must be >= 1 and batch_timeout >= 0")
-        self.run_batch = run_batch
+        self.run_batch, self.share, self.turn_items = run_batch, share, turn_items
         self.max_batch_size, self.batch_timeout, self.max_queued = max_batch_size, batch_timeout, max_queued
         self._queue = collections.deque()
         self._queued = 0
@@ -143,7 +146,15 @@ class Batcher:
 
     def _run(self, jobs):
         items = [item for job in jobs for item in job.items]
-        results = self.run_batch(jobs[0].key, items)
+        if self.share is None:
+            results = self.run_batch(jobs[0].key, items)
+        else:
+            results = []
+            for begin in range(0, len(items), self.turn_items):
+                with self._cond:
+                    holding = len({id(job) for job in self._queue}) + len(jobs)
+                with self.share.turn("batch", requests=holding):
+                    results.extend(self.run_batch(jobs[0].key, items[begin: begin + self.turn_items]))
         if len(results) != len(items):
             raise RuntimeError(f"the batch of {len(items)} gave {len(results)} results")
         with self._cond:

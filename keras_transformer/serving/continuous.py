@@ -19,9 +19,11 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 
 import numpy as np
 
+from keras_transformer.serving.batching import QueueFull
 from keras_transformer.serving.batching import check_admission
 
 log = logging.getLogger("keras_transformer.serving")
@@ -53,10 +55,11 @@ def engine_for(translator, decoding=None, slots=32, steps_per_call=1):
 
 
 class _Job:
-    __slots__ = ("texts", "pairs", "future", "tokens", "pending", "requests", "on_tokens", "backlog")
+    __slots__ = ("texts", "pairs", "future", "tokens", "pending", "requests", "on_tokens", "backlog", "arrival")
 
     def __init__(self, texts, future, on_tokens=None, pairs=None):
         self.texts, self.future, self.on_tokens = texts, future, on_tokens
+        self.arrival = time.monotonic()
         self.pairs = pairs  # a multilingual model's (source, target) codes per text
         self.tokens = [None] * len(texts)
         self.pending = 0  # sentences not yet decoded (in the backlog or the engine)
@@ -71,10 +74,19 @@ class ContinuousBatcher:
         translator: the `Translator` whose tokenizers read the texts and write the translations.
         engine: its `SlotEngine` (`engine_for`).
         max_queued: the most sentences accepted and not yet answered; `submit` raises `QueueFull` beyond it.
+        share: a `FairShare` whose turns the engine's steps take (beside a `Batcher`); `None`: no turns.
+        timeout_s: the server's timeout. A request whose sentences would take more than half of it at the share of
+            slots it would get (from the measured seconds a sentence holds a slot) is refused at once (`QueueFull`)
+            rather than answered 504 later, and one accepted may exceed its share by what it needs to end in time;
+            `None`: not estimated.
     """
 
-    def __init__(self, translator, engine, max_queued=1024):
-        self.translator, self.engine, self.max_queued = translator, engine, max_queued
+    def __init__(self, translator, engine, max_queued=1024, share=None, timeout_s=None):
+        self.translator, self.engine, self.max_queued, self.share = translator, engine, max_queued, share
+        self.timeout_s = timeout_s
+        self._slot_seconds = None  # the mean seconds a sentence holds a slot (moving average)
+        self._entered = {}  # SlotRequest -> when it was handed to the engine
+        self._open = 0  # requests accepted and not yet answered
         self.multilingual = bool(translator.languages)
         self._incoming = collections.deque()
         self._backlog = collections.deque()  # jobs with sentences not yet in the engine, in turn
@@ -127,10 +139,25 @@ class ContinuousBatcher:
     def _queue(self, job):
         with self._cond:
             check_admission(self._closing, self._accepted, len(job.texts), self.max_queued, "waiting or decoding")
+            self._check_time(len(job.texts))
             self._accepted += len(job.texts)
+            self._open += 1
             self._incoming.append(job)
             self._cond.notify()
         return job
+
+    def _check_time(self, count):
+        """`QueueFull` for `count` sentences that would take more than half of `timeout_s` at the share of slots
+        a new request gets beside the open ones (all of them alone; at least one), once a sentence's time in a
+        slot is measured."""
+        if not (self.timeout_s and self._slot_seconds):
+            return
+        share = max(1, self.engine.slots // (self._open + 1))
+        expected = -(-count // share) * self._slot_seconds
+        if expected > self.timeout_s / 2:
+            raise QueueFull(f"{count} sentences would take about {expected:.0f} s beside the {self._open} requests "
+                            f"open ({share} at a time, {self._slot_seconds:.1f} s each), more than half of the "
+                            f"{self.timeout_s:g} s timeout (--timeout-s): send fewer sentences per request")
 
     def close(self, timeout=None):
         """Takes no more work, finishes every accepted request, and stops the worker (waits up to `timeout` s)."""
@@ -163,7 +190,12 @@ class ContinuousBatcher:
                 continue
             live = self.engine.live + min(len(self.engine.waiting), self.engine.slots - self.engine.live)
             try:
-                finished = self.engine.step()
+                if self.share is None:
+                    finished = self.engine.step()
+                else:
+                    holding = len({id(job) for job, _ in jobs.values()} | {id(job) for job in self._backlog})
+                    with self.share.turn("engine", requests=holding):
+                        finished = self.engine.step()
             except BaseException as error:  # not one request's input (those are checked before): fail them all
                 log.exception("the decoding step failed; failing the %d sentences in the engine", len(jobs))
                 self._fail_all(jobs, error)
@@ -172,7 +204,11 @@ class ContinuousBatcher:
                 self._steps += 1
                 self._live_sum += live
             answered = []
+            now = time.monotonic()
             for request in finished:
+                held = now - self._entered.pop(request, now)
+                with self._cond:
+                    self._slot_seconds = held if self._slot_seconds is None else 0.9 * self._slot_seconds + 0.1 * held
                 job, index = jobs.pop(request)
                 job.tokens[index] = request.tokens
                 job.pending -= 1
@@ -242,13 +278,24 @@ class ContinuousBatcher:
             self._backlog.append(job)
 
     def _feed(self, jobs):
-        """Hands the engine one waiting sentence of each job in turn, as many as it has free slots."""
+        """Hands the engine one waiting sentence of each job in turn, as many as it has free slots; while several
+        requests are active, none holds more than its share of the slots (a large request cannot fill every slot
+        that frees, each adding rows to every step and an encoding to the next)."""
         engine = self.engine
         free = engine.slots - engine.live - len(engine.waiting)
-        while free > 0 and self._backlog:
+        held = collections.Counter(id(job) for job, _ in jobs.values())
+        active = len(set(held) | {id(job) for job in self._backlog})
+        share = max(1, engine.slots // max(1, active))
+        skipped = 0  # jobs passed over in a row (at their share): a whole round of them ends the feeding
+        while free > 0 and self._backlog and skipped < len(self._backlog):
             job = self._backlog.popleft()
             if job.future.done():  # answered with an error, or its client gave up: `_drop_abandoned` frees it
                 continue
+            if held[id(job)] >= max(share, self._slots_needed(job, held[id(job)])):
+                self._backlog.append(job)
+                skipped += 1
+                continue
+            skipped = 0
             i, source, first = job.backlog.popleft()
             try:
                 request = engine.submit(source, on_tokens=job.on_tokens, first_token=first)
@@ -259,10 +306,22 @@ class ContinuousBatcher:
                 self._done(job, error=error)
                 continue
             jobs[request] = (job, i)
+            self._entered[request] = time.monotonic()
             job.requests.append(request)
+            held[id(job)] += 1
             free -= 1
             if job.backlog:
                 self._backlog.append(job)
+
+    def _slots_needed(self, job, held):
+        """The slots `job` needs to end within most of `timeout_s` (a request accepted while the server was quiet
+        may hold more than its share once others arrive, as much as it needs and no more)."""
+        if not (self.timeout_s and self._slot_seconds):
+            return 0
+        left = job.arrival + 0.8 * self.timeout_s - time.monotonic()
+        if left <= self._slot_seconds:
+            return self.engine.slots
+        return -(-(len(job.backlog) + held) * self._slot_seconds // left)
 
     def _answer(self, answered):
         """Answers the jobs whose sentences all ended, detokenizing them together in one call."""
@@ -278,8 +337,11 @@ class ContinuousBatcher:
             self._done(job, results=[{"translation": text} for text in job_texts])
 
     def _done(self, job, results=None, error=None):
+        for request in job.requests:
+            self._entered.pop(request, None)
         with self._cond:
             self._accepted -= len(job.texts)
+            self._open -= 1
             if results is not None:
                 self._sentences += len(job.texts)
         try:

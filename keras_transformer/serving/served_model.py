@@ -103,18 +103,7 @@ class ServedModel:
             raise RequestError(f"n_best {options['n_best']}: at most {self.max_n_best} on this server "
                                "(--max-n-best)")
         if self.max_request_tokens and isinstance(self.translator, Translator) and request.rows:
-            t, width = self.translator, self.beam_width(request.signature.name)
-            output = self.decoding.get("max_length") or t.max_length
-            # Only a request that could cost more than the limit (every source at the model's longest) is tokenized
-            # here: most requests are far below it, and the decoder reads their texts once.
-            if width * len(request.rows) * (t.parts.max_length + output) > self.max_request_tokens:
-                sources = tokenize_rows(t.source_tokenizer, [row[0] for row in request.rows])
-                cost = width * sum(min(len(row) + 2, t.parts.max_length) + output for row in sources)
-                if cost > self.max_request_tokens:
-                    raise RequestError(f"this request costs {cost:,} token rows ({len(sources)} sentences' source "
-                                       f"and output tokens x beam width {width}); at most "
-                                       f"{self.max_request_tokens:,} (--max-request-tokens): split it into smaller "
-                                       "requests", 413)
+            self._check_cost([row[0] for row in request.rows], self.beam_width(request.signature.name))
         if request.signature.name == "translate_with_prefix" and isinstance(self.translator, Translator):
             limit = (self.decoding.get("max_length") or self.translator.max_length) - 1
             prefixes = tokenize_rows(self.translator.target_tokenizer, [row[1] for row in request.rows])
@@ -122,6 +111,30 @@ class ServedModel:
                 if length > limit:
                     raise RequestError(f"instances[{index}].prefix has {length} tokens; at most {limit} (the "
                                        "output's max_length - 1)")
+
+    def _check_cost(self, texts, width):
+        """A `RequestError` (413) for texts whose source tokens plus output tokens, times the beam width, exceed
+        `max_request_tokens`. Bounds first, so that the check never costs much itself: a text has at most twice
+        its characters in tokens (a SentencePiece word may start with a lone word-start piece) and at least its
+        words; only a request between the bounds is tokenized, a few texts at a time, until it is over."""
+        t, limit = self.translator, self.max_request_tokens
+        longest, output = t.parts.max_length, self.decoding.get("max_length") or t.max_length
+
+        def cost(lengths):
+            return width * sum(min(length + 2, longest) + output for length in lengths)
+
+        if cost(2 * len(text) for text in texts) <= limit:
+            return
+        total, counted = cost(len(text.split()) for text in texts), 0
+        while total <= limit and counted < len(texts):  # between the bounds: tokens, 16 texts at a time
+            chunk = texts[counted: counted + 16]
+            total += cost(len(row) for row in tokenize_rows(t.source_tokenizer, chunk)) - cost(
+                len(text.split()) for text in chunk)
+            counted += len(chunk)
+        if total > limit:
+            raise RequestError(f"this request costs at least {total:,} token rows ({len(texts)} sentences' source "
+                               f"and output tokens x beam width {width}); at most {limit:,} "
+                               "(--max-request-tokens): split it into smaller requests", 413)
 
     def metadata(self):
         """TF Serving's `GET /v1/models/NAME/metadata` answer."""

@@ -168,7 +168,7 @@ def train(
         callback_dir = _callback_dir(scratch, output_dir, writer)
         checkpoint = ResumableCheckpoint(callback_dir, data.position, every_steps=training_config.checkpoint_every,
                                          resume_state=state, pass_steps=data.pass_steps,
-                                         epoch_steps=training_config.steps_per_epoch or (data.exact and data.steps))
+                                         epoch_steps=data.steps if data.exact else None)
         final = _final_weights(callback_dir, output_dir, data, training_config, state)
         run_callbacks = _run_callbacks(callback_dir, checkpoint, final, schedule, data, training_config, state,
                                        list(callbacks or []))
@@ -365,7 +365,7 @@ def _fit(model, data, callbacks, final, state, training_config, verbose):
     """
     initial_epoch = _initial_epoch(state)
     fixed_steps = training_config.steps_per_epoch
-    epoch_steps = fixed_steps or data.steps
+    epoch_steps = data.steps  # `steps_per_epoch` where it is set
     done = int(state["batch"]) if state is not None else 0
     fits = [(initial_epoch, training_config.epochs, epoch_steps)]
     if done > 0:

@@ -1,5 +1,6 @@
 """Continuous batching in the server: `ContinuousBatcher` over a `SlotEngine` of the tiny run."""
 
+import collections
 import concurrent.futures
 import json
 
@@ -80,6 +81,52 @@ def test_free_slots_take_one_sentence_of_each_waiting_request_in_turn(served):
         batcher.close(WAIT)
     # Answered first (its own sentence the only one counted): in first-come order it would wait for all 48.
     assert answered == [1], answered
+
+
+def test_while_several_requests_are_active_none_takes_more_than_its_share_of_the_slots(served, monkeypatch):
+    """A large request cannot fill every slot that frees: each would add rows to every step and an encoding."""
+    feed, fed = ContinuousBatcher._feed, []
+
+    def recording_feed(self, jobs):
+        before = collections.Counter(id(job) for job, _ in jobs.values())
+        active = len(set(before) | {id(job) for job in self._backlog})
+        feed(self, jobs)
+        after = collections.Counter(id(job) for job, _ in jobs.values())
+        fed.append((max(1, self.engine.slots // max(1, active)), active, before, after))
+
+    monkeypatch.setattr(ContinuousBatcher, "_feed", recording_feed)
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=256)
+    try:
+        with batcher._cond:  # a large request and four of one sentence, together
+            large = batcher.submit(KEY, [(SENTENCES[i % len(SENTENCES)],) for i in range(48)])
+            small = [batcher.submit(KEY, [(SENTENCES[i],)]) for i in range(4)]
+        assert all(len(future.result(WAIT)) == 1 for future in small) and len(large.result(WAIT)) == 48
+    finally:
+        batcher.close(WAIT)
+    contended = [(share, before, after) for share, active, before, after in fed if active > 1]
+    assert contended, "the requests were never active together"
+    for share, before, after in contended:
+        for job, count in after.items():
+            assert count <= max(share, before[job]), (share, before, after)  # nothing fed past the share
+    assert any(max(after.values()) == share for share, _, after in contended if after)
+
+
+def test_a_request_that_could_not_end_within_the_timeout_is_refused_at_once_not_timed_out(served):
+    batcher = ContinuousBatcher(served.translator, served.engine, max_queued=256, timeout_s=20)
+    try:
+        with batcher._cond:  # the worker waits while the test holds the lock
+            open_ones = [batcher.submit(KEY, [(SENTENCES[i],)]) for i in range(3)]
+            batcher._slot_seconds = 2.0  # as measured: a sentence holds a slot for 2 s
+            # Beside 3 open requests a new one gets 4 // 4 = 1 of the engine's 4 slots: 6 sentences take about
+            # 6 x 2 s = 12 s, more than half of the 20 s timeout; 5 sentences take about 10 s.
+            assert served.engine.slots == 4
+            with pytest.raises(QueueFull, match=r"6 sentences would take about 12 s .*--timeout-s"):
+                batcher.submit(KEY, [(SENTENCES[i % len(SENTENCES)],) for i in range(6)])
+            accepted = batcher.submit(KEY, [(SENTENCES[i % len(SENTENCES)],) for i in range(5)])
+        assert len(accepted.result(WAIT)) == 5 and all(len(f.result(WAIT)) == 1 for f in open_ones)
+    finally:
+        batcher.close(WAIT)
+    assert batcher.stats()["queued"] == 0 and batcher._open == 0 and not batcher._entered
 
 
 def test_a_request_whose_client_gave_up_frees_its_slots_and_the_rest_are_answered(served):

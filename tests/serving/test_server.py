@@ -24,6 +24,7 @@ import pytest
 from keras_transformer.serving import ServedModel
 from keras_transformer.serving import ServerSettings
 from keras_transformer.serving import start_server
+from keras_transformer.serving.protocol import RequestError
 from tests.export.helpers import SENTENCES
 
 WAIT = 30  # seconds any wait may take before it counts as a hang
@@ -471,6 +472,37 @@ def test_what_can_be_refused_before_queueing_never_reaches_the_batcher(served_mo
         assert "--max-request-tokens" in costly.json()["error"] and "at most 200" in costly.json()["error"]
         assert server.app.state.batcher.stats()["batches"] == 0
         assert httpx.post(url, json={"instances": [SENTENCES[0]]}, timeout=WAIT).status_code == 200
+
+
+def test_the_cost_check_decides_as_tokenizing_would_and_tokenizes_only_between_its_bounds(served_model,
+                                                                                           monkeypatch):
+    import keras_transformer.serving.served_model as served_module
+    from keras_transformer.decoding.translator import tokenize_rows
+
+    translator = served_model.translator
+    longest, output = translator.parts.max_length, translator.max_length
+    calls = []
+    monkeypatch.setattr(served_module, "tokenize_rows", lambda *a: calls.append(len(a[1])) or tokenize_rows(*a))
+
+    def exact(texts):
+        return sum(min(len(row) + 2, longest) + output for row in tokenize_rows(translator.source_tokenizer, texts))
+
+    def check(texts, limit):
+        calls.clear()
+        model = ServedModel(translator, "costs", batch_size=2, continuous=False, max_request_tokens=limit)
+        try:
+            model._check_cost(texts, 1)
+            return "accepted", sum(calls)
+        except RequestError as error:
+            assert error.status == 413 and f"at most {limit:,}" in str(error)
+            return "refused", sum(calls)
+
+    texts = SENTENCES * 3  # between the bounds: decided as the tokenized cost decides it
+    assert check(texts, exact(texts)) == ("accepted", len(texts))
+    assert check(texts, exact(texts) - 1)[0] == "refused"
+    assert check(["a"], 1000) == ("accepted", 0)  # under the upper bound: nothing tokenized
+    many_words = [" ".join(["word"] * 5000)] * 64  # over the lower bound: refused with nothing tokenized
+    assert check(many_words, 64 * (longest + output) - 1) == ("refused", 0)
 
 
 # keras-transformer serve
