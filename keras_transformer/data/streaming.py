@@ -179,7 +179,7 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
                 for source, target in itertools.zip_longest(bounded_lines(fs), bounded_lines(ft), fillvalue=_END):
                     shard_lines += 1
                     if source is _END or target is _END:
-                        short, long_ = (src_path, tgt_path) if source is None else (tgt_path, src_path)
+                        short, long_ = (src_path, tgt_path) if source is _END else (tgt_path, src_path)
                         raise CorpusError(
                             f"{short}:{shard_lines}: file ends after {shard_lines - 1:,} lines, but {long_} has "
                             "more; expected the same number of lines in both files (one sentence per line, aligned)"

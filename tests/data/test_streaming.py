@@ -84,6 +84,8 @@ def test_mismatched_line_counts_name_the_file_and_line(tmp_path):
     tgt = [_write(tmp_path / "a.en", ["one", "two"], compress=True)]
     with pytest.raises(CorpusError, match=r"a\.en:3: file ends after 2 lines, but .*a\.de has more"):
         scan_corpus(src, tgt)
+    with pytest.raises(CorpusError, match=r"a\.en:3: file ends after 2 lines, but .*a\.de has more"):
+        scan_corpus(tgt, src)  # the short file named whichever side it is
 
 
 def test_shard_counts_must_match(shards):
