@@ -898,6 +898,11 @@ HARDENING = [
     "| a `Host` that is not the server's (DNS rebinding) | answered | 403 unless `--allow-host` names it | "
     "`tests/serving/test_server.py::test_a_host_that_is_not_the_servers_is_a_403_unless_allowed` |",
     "| a browser's form or `text/plain` body | answered | 415 | `tests/serving/test_server.py` (`browser-*`) |",
+    "| a client that sends refused requests in a loop (hundreds a second: wrong `Host`, malformed, oversized) | "
+    "each answered at once, its reading and checking taking the cores from the accepted requests | each address's "
+    "refusals past `--refusals-per-s` (5, after a burst of 20) held up to `--refusal-delay-s` (2 s); accepted "
+    "requests never held | `tests/serving/test_server.py::test_a_client_refused_in_a_loop_has_its_refusals_held_"
+    "while_accepted_requests_are_answered_at_once`, `tests/serving/test_pacing.py` |",
     "| more connections than the server should hold; a body that never comes | every one held | a 503 JSON error "
     "past `--max-connections` (the connection then closed); 408 after `--body-timeout-s` | "
     "`tests/serving/test_server.py::test_connections_past_max_"

@@ -57,7 +57,8 @@ def cmd_serve(args):
         max_streams=args.max_streams, batching=args.batching, steps_per_call=args.steps_per_call,
         signatures=None if args.signatures == ["all"] else tuple(args.signatures), max_n_best=args.max_n_best,
         max_decode_rows=args.max_decode_rows, allow_hosts=tuple(args.allow_host), max_connections=args.max_connections,
-        body_timeout_s=args.body_timeout_s, max_request_tokens=args.max_request_tokens)
+        body_timeout_s=args.body_timeout_s, max_request_tokens=args.max_request_tokens,
+        refusals_per_s=args.refusals_per_s, refusal_delay_s=args.refusal_delay_s)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     decoding = {"beam_size": args.beam_size, "length_penalty": args.length_penalty, "max_length": args.max_length}
     served = load_served_model(args.artifact, args.model_name, decoding, settings, (args.source_lang, args.target_lang))
@@ -147,6 +148,13 @@ def register(sub, common):
                    help=f"most open connections; more get HTTP 503 at once (default {d.max_connections})")
     p.add_argument("--body-timeout-s", type=_non_negative_float, default=d.body_timeout_s,
                    help=f"a request body not received in time gets HTTP 408 (default {d.body_timeout_s:g} s)")
+    p.add_argument("--refusals-per-s", type=_non_negative_float, default=d.refusals_per_s,
+                   help=f"refused requests (HTTP 4xx) a client address gets answered at once per second, after a burst "
+                        f"of four seconds' worth (default {d.refusals_per_s:g}; 0: no limit); more are held up to "
+                        "--refusal-delay-s, so a client refused in a loop cannot take the cores from the accepted "
+                        "requests (which are never held)")
+    p.add_argument("--refusal-delay-s", type=_non_negative_float, default=d.refusal_delay_s,
+                   help=f"the longest a refusal is held (default {d.refusal_delay_s:g} s)")
     p.add_argument("--threads", type=positive_int, default=None,
                    help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
                         "default: the runtime's own, every core); fewer leave cores to other processes")

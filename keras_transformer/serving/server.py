@@ -12,6 +12,7 @@ import time
 
 from keras_transformer.decoding.translator import tokenize_rows
 from keras_transformer.serving.app import create_app
+from keras_transformer.serving.pacing import RefusalPacing
 from keras_transformer.serving.served_model import ServedModel
 from keras_transformer.serving.settings import ServerSettings
 
@@ -126,10 +127,13 @@ class ConnectionLimit:
 
 
 def _server(app, settings, log_level):
-    """The uvicorn server of `app`, its connections limited by `ConnectionLimit`."""
+    """The uvicorn server of `app`, its connections limited by `ConnectionLimit`, each address's refusals paced
+    (`RefusalPacing`, holding at most a quarter of the connections)."""
     import uvicorn
 
-    limited = ConnectionLimit(app, settings.max_connections)
+    paced = RefusalPacing(app, settings.refusals_per_s, settings.refusal_delay_s,
+                          max_held=max(1, settings.max_connections // 4))
+    limited = ConnectionLimit(paced, settings.max_connections)
     # Our own access line per request (`serving.app`), so uvicorn's access log is off; its lifecycle lines stay.
     server = uvicorn.Server(uvicorn.Config(limited, log_config=None, access_log=False, log_level=log_level,
                                            lifespan="on", timeout_graceful_shutdown=settings.timeout_s,

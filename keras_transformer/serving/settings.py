@@ -40,6 +40,10 @@ class ServerSettings:
             every-interface address); `"*"`: any. Others get 403 (a DNS-rebinding page cannot reach the server).
         max_connections: the most open connections; more are answered 503 at once.
         body_timeout_s: a request body not received within it gets 408 (a slow client cannot hold a connection).
+        refusals_per_s: each client address's refused requests (4xx) answered at once per second, after a burst of
+            four seconds' worth; more are held up to `refusal_delay_s` (`serving.pacing`), so a client refused in a
+            loop cannot take the cores from the accepted requests. Accepted requests are never held. 0: no pacing.
+        refusal_delay_s: the longest a refusal is held.
     """
 
     max_batch_size: int = 32
@@ -58,6 +62,8 @@ class ServerSettings:
     allow_hosts: tuple = ()
     max_connections: int = 256
     body_timeout_s: float = 10.0
+    refusals_per_s: float = 5.0
+    refusal_delay_s: float = 2.0
 
     def __post_init__(self):
         if self.signatures is not None:
@@ -68,6 +74,9 @@ class ServerSettings:
         object.__setattr__(self, "allow_hosts", tuple(h.lower() for h in self.allow_hosts))
         if not self.body_timeout_s > 0:
             raise ValueError(f"body_timeout_s must be > 0, got {self.body_timeout_s!r}")
+        if not (self.refusals_per_s >= 0 and self.refusal_delay_s >= 0):
+            raise ValueError(f"refusals_per_s and refusal_delay_s must be >= 0, got {self.refusals_per_s!r} and "
+                             f"{self.refusal_delay_s!r}")
         for name in ("max_batch_size", "max_queued", "max_instances", "max_body_bytes", "max_streams",
                      "steps_per_call", "max_n_best", "max_decode_rows", "max_connections", "max_request_tokens"):
             value = getattr(self, name)

@@ -330,6 +330,30 @@ def predict_url(server, model):
     return f"{server.url}/v1/models/{model.name}:predict"
 
 
+def test_a_client_refused_in_a_loop_has_its_refusals_held_while_accepted_requests_are_answered_at_once():
+    stub = StubModel()
+    hold = 3.0
+    with serving(stub, refusals_per_s=0.25, refusal_delay_s=hold) as server:  # a burst of one refusal, then held
+        url = predict_url(server, stub)
+        malformed = {"instances": "not a list"}
+        assert_json_error(httpx.post(url, json=malformed, timeout=WAIT), 400)  # the burst
+        begin = time.monotonic()
+        refused = Post(url, malformed)
+        # Accepted requests from the same address are not held behind it: answered while the refusal waits.
+        for text in ("one", "two"):
+            response = httpx.post(url, json={"instances": [text]}, timeout=WAIT)
+            assert response.status_code == 200 and response.json() == {"predictions": [text.upper()]}
+        assert refused.is_alive(), "the refusal past the budget was answered at once"
+        assert_json_error(refused.result(), 400)
+        assert time.monotonic() - begin >= hold - 0.1  # held for the whole cap (the budget is 1 per 4 s)
+    with serving(stub, refusals_per_s=0) as server:  # 0: no pacing
+        url = predict_url(server, stub)
+        begin = time.monotonic()
+        for _ in range(4):
+            assert_json_error(httpx.post(url, json={"instances": "not a list"}, timeout=WAIT), 400)
+        assert time.monotonic() - begin < 2 * hold  # held, the three past the burst would take 3 x hold
+
+
 def test_a_full_queue_is_a_429_with_retry_after_and_accepted_requests_are_answered():
     stub = StubModel()
     stub.gate.clear()
