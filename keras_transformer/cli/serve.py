@@ -118,6 +118,35 @@ def register(sub, common):
     p.add_argument("--batch-timeout-ms", type=_non_negative_float, default=d.batch_timeout_ms,
                    help="how long a batch waits for more requests after its first one "
                         f"(default {d.batch_timeout_ms:g} ms; 0: never waits)")
+    _add_limit_flags(p.add_argument_group("limits (what exceeds one gets a JSON error)"), d)
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
+                        "default: the runtime's own, every core); fewer leave cores to other processes")
+    p.add_argument("--batching", choices=("static", "continuous"), default=d.batching,
+                   help="continuous (default): serving_default sentences join the running decode at its next step "
+                        "and leave it when they end, where one model decodes (greedy, sampling, or beam search with a "
+                        "slot's rows for its beams; ensembles, exported artifacts and the other signatures decode "
+                        "batch at a time); static: "
+                        "everything batch at a time (a batch runs until its longest sentence ends)")
+    p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
+                   help="continuous batching: the most tokens the slots advance per compiled call, which returns "
+                        f"early once a quarter of the busy slots ended (default {d.steps_per_call}); more save "
+                        "per-call overhead, fewer let arriving sentences join sooner")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--compile-cache", metavar="DIR", default="",
+                       help="keep the programs the warm-up compiles in DIR, so that a restart of the same model reads "
+                            "them back instead of compiling them (TensorFlow's XLA and JAX; default "
+                            "$XDG_CACHE_HOME/keras_transformer/compiled, else ~/.cache/keras_transformer/compiled)")
+    cache.add_argument("--no-compile-cache", dest="compile_cache", action="store_const", const=None,
+                       help="compile everything afresh and keep nothing on disk")
+    p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
+                   help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
+                        "batch at each batch size), so the first requests compile nothing (default on)")
+    p.set_defaults(func=cmd_serve)
+
+
+def _add_limit_flags(p, d):
+    """The flags of what the server refuses (`ServerSettings`' limits; `d` holds their defaults)."""
     p.add_argument("--max-queued", type=positive_int, default=d.max_queued,
                    help=f"most sentences waiting; more get HTTP 429 (default {d.max_queued})")
     p.add_argument("--max-instances", type=positive_int, default=d.max_instances,
@@ -155,27 +184,3 @@ def register(sub, common):
                         "requests (which are never held)")
     p.add_argument("--refusal-delay-s", type=_non_negative_float, default=d.refusal_delay_s,
                    help=f"the longest a refusal is held (default {d.refusal_delay_s:g} s)")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="CPU threads one batch decodes with (TensorFlow's intra-op pool, CTranslate2's threads; "
-                        "default: the runtime's own, every core); fewer leave cores to other processes")
-    p.add_argument("--batching", choices=("static", "continuous"), default=d.batching,
-                   help="continuous (default): serving_default sentences join the running decode at its next step "
-                        "and leave it when they end, where one model decodes (greedy, sampling, or beam search with a "
-                        "slot's rows for its beams; ensembles, exported artifacts and the other signatures decode "
-                        "batch at a time); static: "
-                        "everything batch at a time (a batch runs until its longest sentence ends)")
-    p.add_argument("--steps-per-call", type=positive_int, default=d.steps_per_call,
-                   help="continuous batching: the most tokens the slots advance per compiled call, which returns "
-                        f"early once a quarter of the busy slots ended (default {d.steps_per_call}); more save "
-                        "per-call overhead, fewer let arriving sentences join sooner")
-    cache = p.add_mutually_exclusive_group()
-    cache.add_argument("--compile-cache", metavar="DIR", default="",
-                       help="keep the programs the warm-up compiles in DIR, so that a restart of the same model reads "
-                            "them back instead of compiling them (TensorFlow's XLA and JAX; default "
-                            "$XDG_CACHE_HOME/keras_transformer/compiled, else ~/.cache/keras_transformer/compiled)")
-    cache.add_argument("--no-compile-cache", dest="compile_cache", action="store_const", const=None,
-                       help="compile everything afresh and keep nothing on disk")
-    p.add_argument("--warmup", action=__import__("argparse").BooleanOptionalAction, default=True,
-                   help="compile what the server runs before listening (the engine's step and inserts, or a dummy "
-                        "batch at each batch size), so the first requests compile nothing (default on)")
-    p.set_defaults(func=cmd_serve)

@@ -161,144 +161,188 @@ class AccessLog:
         log_line()
 
 
+class AppState:
+    """What the routes read (`app.state.serving`): the served model, the settings, and, while the application runs
+    (its lifespan), the batch-at-a-time worker `batcher`, the continuous-batching `engine` where the model decodes
+    with one (else `None`), and the semaphore of the `:stream` requests running."""
+
+    def __init__(self, served, settings):
+        self.served, self.settings = served, settings
+        self.batcher = self.engine = None
+        self.streams = threading.BoundedSemaphore(settings.max_streams)
+
+    def start(self):
+        settings, slots = self.settings, getattr(self.served, "engine", None)  # a ServedModel's SlotEngine, if any
+        share = FairShare() if slots is not None else None  # the engine and the batcher take turns on the cores
+        self.batcher = Batcher(self.served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000,
+                               settings.max_queued, share=share)
+        self.engine = (ContinuousBatcher(self.served.translator, slots, settings.max_queued, share, settings.timeout_s)
+                       if slots is not None else None)
+
+    async def stop(self):
+        """Drains and stops the workers (uvicorn has stopped taking requests and finished the open ones)."""
+        await asyncio.to_thread(self.batcher.close, self.settings.timeout_s)
+        if self.engine is not None:
+            await asyncio.to_thread(self.engine.close, self.settings.timeout_s)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app):
+    state = app.state.serving
+    state.start()
+    try:
+        yield
+    finally:
+        await state.stop()
+
+
+async def _request_error(request, error):
+    return _error(error.status, str(error))
+
+
+async def _http_error(request, error):
+    return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
+
+
+def _route(served, rest):
+    """The parts of `/v1/models/REST` (name, version, metadata, verb) for the model `served`; 404 for another."""
+    match = _ROUTE.match(rest)
+    if not match or match["name"] != served.name:
+        raise RequestError(f"no model {rest.split(':')[0].split('/')[0]!r} here: this server serves "
+                           f"{served.name!r} (/v1/models/{served.name})", 404)
+    if match["version"] not in (None, "1"):
+        raise RequestError(f"model {served.name!r} has no version {match['version']!r}; it serves version 1", 404)
+    return match
+
+
+def _busy(error):
+    return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
+                        headers={"Retry-After": "1"})
+
+
+async def get_model(rest: str, request: Request):
+    """`GET /v1/models/NAME[/versions/1][/metadata]`: the model's status or its metadata."""
+    served = request.app.state.serving.served
+    match = _route(served, rest)
+    if match["verb"]:
+        raise RequestError(f"use POST for :{match['verb']}", 405)
+    return served.metadata() if match["metadata"] else _status_body()
+
+
+async def post_model(rest: str, request: Request):
+    """`POST /v1/models/NAME[/versions/1]:predict` or `:stream`."""
+    state = request.app.state.serving
+    served, settings = state.served, state.settings
+    match = _route(served, rest)
+    if match["verb"] not in ("predict", "stream"):
+        raise RequestError(f"unknown method {match['verb'] or '(none)'!r}: POST /v1/models/{served.name}:predict "
+                           f"or :stream", 404)
+    payload = decode_json(await _read_body(request, settings.max_body_bytes, settings.body_timeout_s))
+    if match["verb"] == "stream":
+        return stream(state, payload, request)
+    return await predict(state, payload, request)
+
+
+async def predict(state, payload, request):
+    """A predict request's answer: checked (what can be refused is refused before it is queued), queued on the
+    engine (`serving_default`, where it runs) or the batcher, and awaited up to the timeout."""
+    served, settings = state.served, state.settings
+    parsed = parse_predict(payload, served.signatures, settings.max_instances)
+    request.state.sentences = len(parsed.rows)
+    await asyncio.to_thread(served.check, parsed)
+    if not parsed.rows:
+        return shape_response(parsed, [])
+    rows = served.with_languages(parsed.rows)  # checked before queueing: a bad code is this request's 400
+    runner = state.engine if state.engine is not None and parsed.batch_key[0] == ENGINE_SIGNATURE else state.batcher
+    try:
+        future = runner.submit(parsed.batch_key, rows)
+    except QueueFull as error:
+        return _busy(error)
+    except ShuttingDown as error:
+        return _error(503, str(error))
+    try:
+        results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout_s)
+    except asyncio.TimeoutError:
+        return _error(504, f"no answer within {settings.timeout_s:g} s (--timeout-s)")
+    except ValueError as error:  # the translator refused the input (a prefix too long, ...)
+        return _error(400, str(error))
+    return JSONResponse(json_safe(shape_response(parsed, results)))
+
+
+def _stream_pair(state, payload):
+    """A `:stream` request's checked fields: a multilingual model's `(source, target)` codes (`None` otherwise)."""
+    served = state.served
+    fields = {"text", "source_language", "target_language"} if served.languages else {"text"}
+    if set(payload) - fields or not isinstance(payload.get("text"), str):
+        raise RequestError("a :stream request is {\"text\": \"...\"}: one source sentence" + (
+            ", with optional \"source_language\" and \"target_language\" codes" if served.languages else ""))
+    if not served.translator.supports("stream"):
+        raise RequestError(f"{type(served.translator).__name__} does not stream; serve a run directory")
+    if not served.languages:
+        return None
+    if state.engine is None:
+        raise RequestError("a multilingual model streams with continuous batching (not --batching static)")
+    for name in ("source_language", "target_language"):
+        if payload.get(name) is not None and not isinstance(payload[name], str):
+            raise RequestError(f"{name} must be a string")
+    _, *pair = served.with_languages([(payload["text"], payload.get("source_language"),
+                                       payload.get("target_language"))])[0]
+    return pair
+
+
+def stream(state, payload, request):
+    """A `:stream` request's answer: one JSON line per piece of the translation as it is decoded (in the engine,
+    beside the other requests, where it runs), then the whole translation; at most `max_streams` at once."""
+    pair = _stream_pair(state, payload)
+    if not state.streams.acquire(blocking=False):
+        return JSONResponse({"error": f"{state.settings.max_streams} streams are running (--max-streams); retry "
+                                      "later"}, status_code=429, headers={"Retry-After": "1"})
+    request.state.sentences = 1
+    released = threading.Event()
+
+    def release():
+        if not released.is_set():
+            released.set()
+            state.streams.release()
+
+    try:  # with continuous batching, the sentence decodes in the engine beside the other requests
+        engine = state.engine
+        pieces = state.served.stream(payload["text"]) if engine is None else engine.stream(payload["text"], pair)
+    except QueueFull as error:
+        release()
+        return _busy(error)
+    except ShuttingDown as error:
+        release()
+        return _error(503, str(error))
+
+    def lines():
+        try:
+            text = ""
+            for piece in pieces:
+                text += piece
+                yield json.dumps({"text": piece}) + "\n"
+            yield json.dumps({"translation": text, "done": True}) + "\n"
+        except Exception:  # the status is sent already: the last line says that it failed
+            request_id = request.state.request_id
+            log.exception("request %s: stream failed", request_id)
+            yield json.dumps({"error": internal_error(request_id)}) + "\n"
+        finally:
+            pieces.close()  # a client that left frees the engine's slot
+            release()
+
+    # The background task also runs when the client left before the first line (the generator never started).
+    return StreamingResponse(lines(), media_type="application/x-ndjson", background=BackgroundTask(release))
+
+
 def create_app(served, settings=None, listen=None):
     """The FastAPI application serving `served` (a `ServedModel`) with `settings` (a `ServerSettings`); `listen`:
-    the address the server listens on, which a request's `Host` must name (`None`: not checked)."""
-    settings = settings or ServerSettings()
-    batcher = engine = None
-    streams = threading.BoundedSemaphore(settings.max_streams)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        nonlocal batcher, engine
-        slots = getattr(served, "engine", None)  # a ServedModel's SlotEngine, where it decodes with one
-        share = FairShare() if slots is not None else None  # the engine and the batcher take turns on the cores
-        batcher = Batcher(served.run, settings.max_batch_size, settings.batch_timeout_ms / 1000, settings.max_queued,
-                          share=share)
-        engine = (ContinuousBatcher(served.translator, slots, settings.max_queued, share, settings.timeout_s)
-                  if slots is not None else None)
-        app.state.batcher, app.state.engine = batcher, engine
-        try:
-            yield
-        finally:  # uvicorn has stopped taking requests and finished the open ones: drain and stop the workers
-            await asyncio.to_thread(batcher.close, settings.timeout_s)
-            if engine is not None:
-                await asyncio.to_thread(engine.close, settings.timeout_s)
-
-    app = FastAPI(title="keras-transformer", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.served = served
-
-    @app.exception_handler(RequestError)
-    async def request_error(request, error):
-        return _error(error.status, str(error))
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request, error):
-        return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
-
-    app.add_middleware(AccessLog, listen=listen, allowed=settings.allow_hosts)
-
-    def route(rest):
-        match = _ROUTE.match(rest)
-        if not match or match["name"] != served.name:
-            raise RequestError(f"no model {rest.split(':')[0].split('/')[0]!r} here: this server serves "
-                               f"{served.name!r} (/v1/models/{served.name})", 404)
-        if match["version"] not in (None, "1"):
-            raise RequestError(f"model {served.name!r} has no version {match['version']!r}; it serves version 1",
-                               404)
-        return match
-
-    @app.get("/v1/models/{rest:path}")
-    async def get_model(rest: str):
-        match = route(rest)
-        if match["verb"]:
-            raise RequestError(f"use POST for :{match['verb']}", 405)
-        return served.metadata() if match["metadata"] else _status_body()
-
-    @app.post("/v1/models/{rest:path}")
-    async def post_model(rest: str, request: Request):
-        match = route(rest)
-        if match["verb"] not in ("predict", "stream"):
-            raise RequestError(f"unknown method {match['verb'] or '(none)'!r}: POST /v1/models/{served.name}:predict "
-                               f"or :stream", 404)
-        payload = decode_json(await _read_body(request, settings.max_body_bytes, settings.body_timeout_s))
-        if match["verb"] == "stream":
-            return _stream(payload, request)
-        parsed = parse_predict(payload, served.signatures, settings.max_instances)
-        request.state.sentences = len(parsed.rows)
-        await asyncio.to_thread(served.check, parsed)  # what can be refused is refused before it is queued
-        if not parsed.rows:
-            return shape_response(parsed, [])
-        rows = served.with_languages(parsed.rows)  # checked before queueing: a bad code is this request's 400
-        runner = engine if engine is not None and parsed.batch_key[0] == ENGINE_SIGNATURE else batcher
-        try:
-            future = runner.submit(parsed.batch_key, rows)
-        except QueueFull as error:
-            return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
-                                headers={"Retry-After": "1"})
-        except ShuttingDown as error:
-            return _error(503, str(error))
-        try:
-            results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout_s)
-        except asyncio.TimeoutError:
-            return _error(504, f"no answer within {settings.timeout_s:g} s (--timeout-s)")
-        except ValueError as error:  # the translator refused the input (a prefix too long, ...)
-            return _error(400, str(error))
-        return JSONResponse(json_safe(shape_response(parsed, results)))
-
-    def _stream(payload, request):
-        fields = {"text", "source_language", "target_language"} if served.languages else {"text"}
-        if set(payload) - fields or not isinstance(payload.get("text"), str):
-            raise RequestError("a :stream request is {\"text\": \"...\"}: one source sentence" + (
-                ", with optional \"source_language\" and \"target_language\" codes" if served.languages else ""))
-        if not served.translator.supports("stream"):
-            raise RequestError(f"{type(served.translator).__name__} does not stream; serve a run directory")
-        pair = None
-        if served.languages:
-            if engine is None:
-                raise RequestError("a multilingual model streams with continuous batching (not --batching static)")
-            for name in ("source_language", "target_language"):
-                if payload.get(name) is not None and not isinstance(payload[name], str):
-                    raise RequestError(f"{name} must be a string")
-            _, *pair = served.with_languages([(payload["text"], payload.get("source_language"),
-                                               payload.get("target_language"))])[0]
-        if not streams.acquire(blocking=False):
-            return JSONResponse({"error": f"{settings.max_streams} streams are running (--max-streams); retry later"},
-                                status_code=429, headers={"Retry-After": "1"})
-        request.state.sentences = 1
-        released = threading.Event()
-
-        def release():
-            if not released.is_set():
-                released.set()
-                streams.release()
-
-        try:  # with continuous batching, the sentence decodes in the engine beside the other requests
-            pieces = served.stream(payload["text"]) if engine is None else engine.stream(payload["text"], pair)
-        except QueueFull as error:
-            release()
-            return JSONResponse({"error": f"the server is busy: {error}; retry later"}, status_code=429,
-                                headers={"Retry-After": "1"})
-        except ShuttingDown as error:
-            release()
-            return _error(503, str(error))
-
-        def lines():
-            try:
-                text = ""
-                for piece in pieces:
-                    text += piece
-                    yield json.dumps({"text": piece}) + "\n"
-                yield json.dumps({"translation": text, "done": True}) + "\n"
-            except Exception:  # the status is sent already: the last line says that it failed
-                request_id = request.state.request_id
-                log.exception("request %s: stream failed", request_id)
-                yield json.dumps({"error": internal_error(request_id)}) + "\n"
-            finally:
-                pieces.close()  # a client that left frees the engine's slot
-                release()
-
-        # The background task also runs when the client left before the first line (the generator never started).
-        return StreamingResponse(lines(), media_type="application/x-ndjson", background=BackgroundTask(release))
-
+    the address the server listens on, which a request's `Host` must name (`None`: not checked). Its routes read
+    `app.state.serving` (an `AppState`)."""
+    app = FastAPI(title="keras-transformer", lifespan=_lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.serving = state = AppState(served, settings or ServerSettings())
+    app.add_exception_handler(RequestError, _request_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_middleware(AccessLog, listen=listen, allowed=state.settings.allow_hosts)
+    app.add_api_route("/v1/models/{rest:path}", get_model, methods=["GET"])
+    app.add_api_route("/v1/models/{rest:path}", post_model, methods=["POST"])
     return app

@@ -303,7 +303,7 @@ def wait_until(condition, what):
 
 
 def queued(server):
-    return server.app.state.batcher.stats()["queued"]
+    return server.app.state.serving.batcher.stats()["queued"]
 
 
 class Post(threading.Thread):
@@ -328,6 +328,28 @@ class Post(threading.Thread):
 
 def predict_url(server, model):
     return f"{server.url}/v1/models/{model.name}:predict"
+
+
+def test_the_predict_route_runs_alone_over_an_app_state_without_a_server():
+    import asyncio
+    import json
+    import types
+
+    from keras_transformer.serving.app import AppState
+    from keras_transformer.serving.app import predict
+
+    stub = StubModel()
+    state = AppState(stub, ServerSettings())
+    state.start()
+    try:
+        request = types.SimpleNamespace(state=types.SimpleNamespace())
+        response = asyncio.run(predict(state, {"instances": ["one", "two"]}, request))
+        assert response.status_code == 200 and json.loads(response.body) == {"predictions": ["ONE", "TWO"]}
+        assert request.state.sentences == 2
+        with pytest.raises(RequestError, match="instances"):
+            asyncio.run(predict(state, {"instances": "not a list"}, request))
+    finally:
+        asyncio.run(state.stop())
 
 
 def test_a_client_refused_in_a_loop_has_its_refusals_held_while_accepted_requests_are_answered_at_once():
@@ -494,7 +516,7 @@ def test_what_can_be_refused_before_queueing_never_reaches_the_batcher(served_mo
         costly = httpx.post(url, json={"instances": [" ".join(SENTENCES)] * 8}, timeout=WAIT)
         assert_json_error(costly, 413)
         assert "--max-request-tokens" in costly.json()["error"] and "at most 200" in costly.json()["error"]
-        assert server.app.state.batcher.stats()["batches"] == 0
+        assert server.app.state.serving.batcher.stats()["batches"] == 0
         assert httpx.post(url, json={"instances": [SENTENCES[0]]}, timeout=WAIT).status_code == 200
 
 
