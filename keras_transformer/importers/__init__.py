@@ -11,7 +11,7 @@ import os
 
 from keras_transformer.importers.checkpoint import HUB_PREFIX
 from keras_transformer.importers.checkpoint import CheckpointError
-from keras_transformer.importers.checkpoint import read_json
+from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.importers.m2m_100 import import_m2m_100
 from keras_transformer.importers.marian import import_marian
@@ -40,7 +40,7 @@ def checkpoint_model_type(directory):
         CheckpointError: no `config.json`, or a `model_type` that no importer reads (named, with the supported list).
     """
     path = os.path.join(directory, "config.json")
-    config = read_json(path, "the model's config.json")
+    config = read_json_object(path, "the model's config.json")
     model_type = config.get("model_type")
     if model_type in IMPORTERS:
         return model_type

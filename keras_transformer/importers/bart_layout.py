@@ -18,7 +18,7 @@ from keras_transformer.decoding.tuning import MAX_BEAMS
 from keras_transformer.decoding.tuning import DecodingSettings
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import CheckpointWarning
-from keras_transformer.importers.checkpoint import read_json
+from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.runs.directory import is_run_directory
 from keras_transformer.runs.run import save_model
 from keras_transformer.runs.run import save_tokenizers
@@ -175,7 +175,7 @@ def generation_decoding(directory, config, source):
     what the model holds (`max_length` beyond its positions) or what decoding should spend (`num_beams` over
     `MAX_BEAMS`) is a `CheckpointError` naming the file."""
     path = os.path.join(directory, "generation_config.json")
-    generation = read_json(path, "the generation settings") if os.path.isfile(path) else {}
+    generation = read_json_object(path, "the generation settings") if os.path.isfile(path) else {}
 
     def setting(name, default):
         value = generation.get(name, config.get(name))

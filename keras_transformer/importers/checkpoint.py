@@ -14,6 +14,7 @@ import pickle
 
 import numpy as np
 
+from keras_transformer.data.marian_vocabulary import read_json
 from keras_transformer.extras import install_hint
 
 HUB_PREFIX = "hf://"
@@ -84,15 +85,15 @@ def hub_revision(directory):
     return None
 
 
-def read_json(path, what):
-    """A JSON object from `path`; `CheckpointError` naming the file when it is missing or not a JSON object."""
+def read_json_object(path, what):
+    """A JSON object from `path`; `CheckpointError` naming the file (and the line) when it is missing, not JSON,
+    or not an object."""
     if not os.path.isfile(path):
         raise CheckpointError(f"{path}: missing; expected {what}")
     try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error}); expected {what}") from None
+        value = read_json(path, what)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
     if not isinstance(value, dict):
         raise CheckpointError(f"{path}: expected a JSON object ({what}), found {type(value).__name__}")
     return value
@@ -113,7 +114,7 @@ def read_tensors(directory):
     if os.path.isfile(single):
         return SafetensorsTensors([single])
     if os.path.isfile(index):
-        shards = sorted(set(read_json(index, "a safetensors index").get("weight_map", {}).values()))
+        shards = sorted(set(read_json_object(index, "a safetensors index").get("weight_map", {}).values()))
         if not shards:
             raise CheckpointError(f"{index}: its \"weight_map\" lists no files")
         for shard in shards:

@@ -32,7 +32,7 @@ from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import hub_revision
-from keras_transformer.importers.checkpoint import read_json
+from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.models import TransformerConfig
@@ -53,7 +53,7 @@ def read_m2m_100_config(directory):
         CheckpointError: naming `config.json` and what does not fit.
     """
     path = os.path.join(directory, "config.json")
-    config = read_json(path, "the model's config.json")
+    config = read_json_object(path, "the model's config.json")
     if config.get("model_type") != MODEL_TYPE:
         raise CheckpointError(f"{path}: model_type {config.get('model_type')!r} is not {MODEL_TYPE!r}")
     for key in ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "vocab_size"):

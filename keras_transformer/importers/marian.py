@@ -30,7 +30,7 @@ from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
 from keras_transformer.importers.checkpoint import CheckpointError
 from keras_transformer.importers.checkpoint import hub_revision
-from keras_transformer.importers.checkpoint import read_json
+from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.models import TransformerConfig
@@ -51,7 +51,7 @@ def read_marian_config(directory):
         CheckpointError: naming `config.json` and what it holds instead.
     """
     path = os.path.join(directory, "config.json")
-    config = read_json(path, "the model's config.json")
+    config = read_json_object(path, "the model's config.json")
     model_type = config.get("model_type")
     if model_type != MODEL_TYPE:
         architectures = ", ".join(config.get("architectures") or []) or "none listed"
@@ -114,7 +114,7 @@ def read_marian_tokenizers(directory, config):
         CheckpointError: a missing or unreadable file, named.
     """
     shared = bool(config.get("share_encoder_decoder_embeddings", True))
-    settings = read_json(os.path.join(directory, "tokenizer_config.json"), "") if os.path.isfile(
+    settings = read_json_object(os.path.join(directory, "tokenizer_config.json"), "") if os.path.isfile(
         os.path.join(directory, "tokenizer_config.json")) else {}
     separate = bool(settings.get("separate_vocabs", False)) or not shared
     tokens = {name: _token(settings.get(name), default)

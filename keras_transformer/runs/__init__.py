@@ -26,7 +26,7 @@ _LAZY = {
     "read_decoding_settings": ("keras_transformer.runs.run", "read_decoding_settings"),
     "write_decoding_settings": ("keras_transformer.runs.run", "write_decoding_settings"),
     "RunDirectoryError": ("keras_transformer.runs.directory", "RunDirectoryError"),
-    "CheckpointError": ("keras_transformer.runs.checkpoint", "CheckpointError"),
+    "ResumeError": ("keras_transformer.runs.checkpoint", "ResumeError"),
     "ResumableCheckpoint": ("keras_transformer.runs.checkpoint", "ResumableCheckpoint"),
     "TrainingDivergedError": ("keras_transformer.runs.checkpoint", "TrainingDivergedError"),
     "load_checkpoint_state": ("keras_transformer.runs.checkpoint", "load_checkpoint_state"),

@@ -31,7 +31,7 @@ from keras_transformer.runs.layout import CHECKPOINT_DIR
 STATE_FILE = "checkpoint.json"
 
 
-class CheckpointError(ValueError):
+class ResumeError(ValueError):
     """A checkpoint that cannot be resumed from (damaged, or written by a different model)."""
 
 
@@ -156,7 +156,7 @@ def load_checkpoint_state(run_dir):
     """The state of `run_dir`'s checkpoint (a dict, see the module's doc), or `None` when there is none.
 
     Raises:
-        CheckpointError: `checkpoint.json` is not readable or names a weights file that is missing.
+        ResumeError: `checkpoint.json` is not readable or names a weights file that is missing.
     """
     path = os.path.join(_checkpoint_dir(run_dir), STATE_FILE)
     if not os.path.exists(path):
@@ -167,11 +167,11 @@ def load_checkpoint_state(run_dir):
         for key in ("epoch", "batch", "step", "weights"):
             state[key]  # noqa: B018 - KeyError names the missing field
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise CheckpointError(f"{path}: not a checkpoint this version can resume from ({error!r}); remove "
+        raise ResumeError(f"{path}: not a checkpoint this version can resume from ({error!r}); remove "
                               f"{_checkpoint_dir(run_dir)} to start the run afresh") from None
     state["path"] = os.path.join(_checkpoint_dir(run_dir), state["weights"])
     if not os.path.isfile(state["path"]):
-        raise CheckpointError(f"{path} names {state['weights']}, which is missing; remove "
+        raise ResumeError(f"{path} names {state['weights']}, which is missing; remove "
                               f"{_checkpoint_dir(run_dir)} to start the run afresh")
     return state
 
@@ -180,17 +180,17 @@ def restore_checkpoint(model, state):
     """Loads a checkpoint's weights and optimizer state into a compiled `model` (built the same way).
 
     Raises:
-        CheckpointError: the weights do not fit the model (a different architecture or vocabulary).
+        ResumeError: the weights do not fit the model (a different architecture or vocabulary).
     """
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
     try:
         model.load_weights(state["path"])
     except (OSError, TypeError) as error:  # h5py: a truncated or damaged file
-        raise CheckpointError(f"{state['path']}: cannot be read (damaged or truncated?): {error}; remove "
+        raise ResumeError(f"{state['path']}: cannot be read (damaged or truncated?): {error}; remove "
                               f"{os.path.dirname(state['path'])} to start the run afresh") from None
     except (ValueError, KeyError) as error:
-        raise CheckpointError(f"{state['path']} does not fit this model (were the model settings changed since "
+        raise ResumeError(f"{state['path']} does not fit this model (were the model settings changed since "
                               f"the run started?): {error}") from None
     saved = state.get("random_state")
     variables = _random_state(model)
@@ -199,7 +199,7 @@ def restore_checkpoint(model, state):
             variable.assign(np.asarray(value, dtype=variable.dtype))
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     if step != int(state["step"]):
-        raise CheckpointError(f"{state['path']}: the optimizer state was not restored (step {step}, expected "
+        raise ResumeError(f"{state['path']}: the optimizer state was not restored (step {step}, expected "
                               f"{state['step']})")
 
 

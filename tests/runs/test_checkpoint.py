@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_transformer.data.pipeline import DataPosition
-from keras_transformer.runs import CheckpointError
+from keras_transformer.runs import ResumeError
 from keras_transformer.runs import ResumableCheckpoint
 from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
@@ -96,11 +96,11 @@ def test_damaged_or_foreign_checkpoints_are_refused_clearly(tmp_path):
     x, y = _data()
     model.fit(x, y, batch_size=8, epochs=1, callbacks=[ResumableCheckpoint(str(tmp_path), None)], verbose=0)
     state = load_checkpoint_state(str(tmp_path))
-    with pytest.raises(CheckpointError, match="does not fit this model"):
+    with pytest.raises(ResumeError, match="does not fit this model"):
         restore_checkpoint(_model(units=5), state)
     os.remove(state["path"])
-    with pytest.raises(CheckpointError, match="names step-5.weights.h5, which is missing; remove"):
+    with pytest.raises(ResumeError, match="names step-5.weights.h5, which is missing; remove"):
         load_checkpoint_state(str(tmp_path))
     (tmp_path / "checkpoint" / "checkpoint.json").write_text("{\"epoch\": 1")
-    with pytest.raises(CheckpointError, match="not a checkpoint this version can resume from"):
+    with pytest.raises(ResumeError, match="not a checkpoint this version can resume from"):
         load_checkpoint_state(str(tmp_path))
