@@ -21,7 +21,7 @@ def _pick_by_cumulative_mass(probs, uniform):
     return ops.sum(ops.cast(ops.less(cumulative, threshold), "int32"), axis=-1)
 
 
-def make_sampler(vocab_size, uniforms, temperature=1.0, top_k=None, top_p=None):
+def sampling_choice(vocab_size, uniforms, temperature=1.0, top_k=None, top_p=None):
     """A `choose(logits [B, V], step) -> ids [B]` that samples with the given filters.
 
     `uniforms` is float32 `[B, max_length]` in `(0, 1)`: the random number each row uses at
@@ -82,7 +82,7 @@ def sample_with_parts(
     temperature, top_k, top_p = check_filters(temperature, top_k, top_p)
     if uniforms is None:
         uniforms = draw_uniforms(ops.shape(encoder_inputs)[0], max_length, seed)
-    choose = make_sampler(parts.vocab_size, uniforms, temperature, top_k, top_p)
+    choose = sampling_choice(parts.vocab_size, uniforms, temperature, top_k, top_p)
     return decode_token_by_token(
         parts, encoder_inputs, max_length, start_id, end_id, choose, stop_early=stop_early
     )

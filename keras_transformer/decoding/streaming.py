@@ -6,7 +6,7 @@ import numpy as np
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.samplers import StochasticSampler
 from keras_transformer.decoding.sampling import draw_uniforms
-from keras_transformer.decoding.sampling import make_sampler
+from keras_transformer.decoding.sampling import sampling_choice
 
 
 def stream_translation(parts, source_ids, start, end, max_length, sampler, detokenize):
@@ -30,7 +30,7 @@ def stream_translation(parts, source_ids, start, end, max_length, sampler, detok
     caches = parts.empty_self_attention_caches(1, max_length)
     bias = loop_ops.padding_bias(parts.vocab_size, start)
     if isinstance(sampler, StochasticSampler):
-        choose = make_sampler(parts.vocab_size, draw_uniforms(1, max_length, sampler.seed), sampler.temperature,
+        choose = sampling_choice(parts.vocab_size, draw_uniforms(1, max_length, sampler.seed), sampler.temperature,
                               **sampler._filters())
     else:
         def choose(logits, step):

@@ -30,7 +30,7 @@ from keras_transformer.decoding.beam_search import beam_search_with_parts
 from keras_transformer.decoding.greedy import decode_token_by_token
 from keras_transformer.decoding.greedy import greedy_search
 from keras_transformer.decoding.lru import LRUCache
-from keras_transformer.decoding.sampling import make_sampler
+from keras_transformer.decoding.sampling import sampling_choice
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import sampler_for
 from keras_transformer.models import TransformerParts
@@ -212,7 +212,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
         seed = sampler.seed if sampler.seed is not None else sampler.seed_generator
         uniforms = keras.random.uniform((ops.shape(encoder_inputs)[0], length), minval=1e-7, maxval=1.0, seed=seed)
         filters = sampler._filters()
-        choose = make_sampler(parts.vocab_size, uniforms, sampler.temperature, filters.get("top_k"),
+        choose = sampling_choice(parts.vocab_size, uniforms, sampler.temperature, filters.get("top_k"),
                               filters.get("top_p"))
         return decode_token_by_token(parts, encoder_inputs, length, start, end, choose, prefix=prefix)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding.sampling import make_sampler
+from keras_transformer.decoding.sampling import sampling_choice
 from tests.decoding.helpers import END
 from tests.decoding.helpers import START
 from tests.decoding.helpers import check_padding_after_end
@@ -24,7 +24,7 @@ def _draw_frequencies(logits, **filters):
     count = 20000
     uniforms = ((np.arange(count) + 0.5) / count).astype("float32")[:, None]
     logits = np.tile(np.asarray(logits, "float32")[None], (count, 1))
-    choose = make_sampler(logits.shape[1], ops.convert_to_tensor(uniforms), **filters)
+    choose = sampling_choice(logits.shape[1], ops.convert_to_tensor(uniforms), **filters)
     picked = to_numpy(choose(ops.convert_to_tensor(logits), ops.convert_to_tensor(0)))
     return np.bincount(picked, minlength=logits.shape[1]) / count
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from keras_transformer.data.pipeline import DataPosition
-from keras_transformer.runs import ResumeError
 from keras_transformer.runs import ResumableCheckpoint
+from keras_transformer.runs import ResumeError
 from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
 from keras_transformer.runs import restore_checkpoint
