@@ -177,10 +177,11 @@ class Adversary:
         yield self._post(http, {"signature_name": "classify", "instances": ["a"]})
 
 
-def _adversary_main(url, args, signatures, longest, stop, results):
+def _adversary_main(url, args, signatures, longest, ready, stop, results):
     adversary = Adversary(url, args, signatures, longest)
     begin, cpu = time.monotonic(), time.process_time()
     adversary.start()
+    ready.set()
     stop.wait()
     adversary.close()
     results.put(({name: dict(counts) for name, counts in adversary.statuses.items()}, time.process_time() - cpu,
@@ -190,17 +191,19 @@ def _adversary_main(url, args, signatures, longest, stop, results):
 class AdversaryProcess:
     """The adversary in a process of its own, as a client on another host would be: its threads' work (building
     1 MiB bodies, reading answers) never holds the well-behaved clients' interpreter lock, so their latencies are
-    the server's alone. The cores are still shared. `close()` returns its answers by attack, its CPU seconds and
-    its wall seconds."""
+    the server's alone. The cores are still shared. Made once its attacks run; `close()` returns its answers by
+    attack, its CPU seconds and its wall seconds."""
 
     def __init__(self, url, args, signatures, longest):
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")
-        self.stop, self.results = context.Event(), context.Queue()
+        self.stop, self.results, ready = context.Event(), context.Queue(), context.Event()
         self.process = context.Process(target=_adversary_main, name="adversary", daemon=True,
-                                       args=(url, args, signatures, longest, self.stop, self.results))
+                                       args=(url, args, signatures, longest, ready, self.stop, self.results))
         self.process.start()
+        if not ready.wait(300):  # its interpreter starts and imports first: the phase begins once it attacks
+            raise RuntimeError("the adversary's process did not start within 300 s")
 
     def close(self):
         self.stop.set()
@@ -261,8 +264,9 @@ def report(results):
                   r["errors"], fmt(r["memory"]["peak_rss_mb"], ".0f"), r["compiled"], r["alive"]]
                  for name, r in phases.items()])
     attacks = phases["with adversary"].get("adversary", {})
-    print_table(["attack", "answers"], [[name, ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))]
-                                        for name, counts in sorted(attacks.items())])
+    answers = [[name, ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))]
+               for name, counts in sorted(attacks.items())]
+    print_table(["attack", "answers"], answers or [["(none)", "no answer"]])
     if "adversary_s" in phases["with adversary"]:
         row = phases["with adversary"]
         sent = sum(v for counts in attacks.values() for v in counts.values())
