@@ -55,7 +55,7 @@ class RefusalPacing:
             self._budgets.popitem(last=False)
         if tokens >= 0:
             return 0.0
-        if tokens > -1:  # the first refusal past the budget
+        if tokens >= -1:  # the first refusal past the budget (the budget is whole after a quiet spell: exactly -1)
             log.warning("%s: more than %g refused requests a second; holding its refusals up to %g s "
                         "(--refusals-per-s)", address, self.rate, self.max_delay_s)
         return min(self.max_delay_s, -tokens / self.rate)
