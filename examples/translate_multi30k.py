@@ -57,11 +57,11 @@ def main(argv=None):
     from keras_transformer.data.corpus import download_multi30k
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.decoding.translator import Translator
+    from keras_transformer.runs.config import check_settings
+    from keras_transformer.runs.config import load_settings_file
     from keras_transformer.runs.run import load_run
     from keras_transformer.scoring import corpus_scores
     from keras_transformer.training.trainer import train
-    from keras_transformer.validation import check_settings
-    from keras_transformer.validation import load_settings_file
 
     if args.members < 1:
         raise SystemExit(f"--members {args.members}: expected 1 or more")
@@ -180,7 +180,7 @@ def parse_overrides(items):
     """`["dropout=0.1", "share_embeddings=false"]` -> `{"dropout": 0.1, "share_embeddings": False}`, checked."""
     import yaml
 
-    from keras_transformer.validation import check_settings
+    from keras_transformer.runs.config import check_settings
 
     overrides = {}
     for item in items:

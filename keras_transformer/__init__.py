@@ -36,7 +36,7 @@ _LAZY = {
     "MultiHeadAttention": ("keras_transformer.layers", "MultiHeadAttention"),
     "TransformerEncoder": ("keras_transformer.layers", "TransformerEncoder"),
     "TransformerDecoder": ("keras_transformer.layers", "TransformerDecoder"),
-    "TransformerConfig": ("keras_transformer.models", "TransformerConfig"),
+    "TransformerConfig": ("keras_transformer.models.config", "TransformerConfig"),
     "build_transformer": ("keras_transformer.models", "build_transformer"),
     # Text
     "SubwordTokenizer": ("keras_transformer.data.tokenizer", "SubwordTokenizer"),
@@ -52,7 +52,7 @@ _LAZY = {
     "Run": ("keras_transformer.runs.run", "Run"),
     "load_run": ("keras_transformer.runs.run", "load_run"),
     "train": ("keras_transformer.training.trainer", "train"),
-    "check_settings": ("keras_transformer.validation", "check_settings"),
+    "check_settings": ("keras_transformer.runs.config", "check_settings"),
     "SettingError": ("keras_transformer.validation", "SettingError"),
     # keras-hub
     "TransformerBackbone": ("keras_transformer.models", "TransformerBackbone"),
@@ -92,7 +92,9 @@ def __dir__():
 # The modules whose `keras.saving.register_keras_serializable` classes a run's `model.keras` names.
 _SERIALIZABLE = (
     "keras_transformer.layers",
-    "keras_transformer.models",
+    "keras_transformer.models.transformer",
+    "keras_transformer.models.backbone",
+    "keras_transformer.models.output_projection",
     "keras_transformer.training.schedule",
     "keras_transformer.training.losses",
     "keras_transformer.training.metrics",

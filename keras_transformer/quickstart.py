@@ -41,8 +41,8 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
 
     from keras_transformer.data.synthetic import make_synthetic_splits
     from keras_transformer.decoding.translator import Translator
+    from keras_transformer.runs.config import check_settings
     from keras_transformer.training.trainer import train
-    from keras_transformer.validation import check_settings
 
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2

@@ -29,10 +29,9 @@ Properties, with the number of examples each runs (`MAX_EXAMPLES`):
 * `test_saved_model_matches_python_translator` (20 + 1 explicit example): `SavedModelTranslator.translate` gives
   exactly the Python `Translator`'s translations for any strings/bytes (the explicit example `'\\x1c'`
   caught Python's `str.strip` and FastWordpiece disagreeing on blank input).
-* `test_check_settings_accepts_or_names_the_setting` (200): `keras_transformer.validation.check_settings` on any
+* `test_check_settings_accepts_or_names_the_setting` (200): `keras_transformer.runs.config.check_settings` on any
   flat dict returns `(model_settings, training_settings)` (known names only, the given non-None values unchanged) or
-  raises `SettingError` naming one of the given settings, never another exception (skipped while
-  `keras_transformer.validation` does not exist).
+  raises `SettingError` naming one of the given settings, never another exception.
 """
 
 import dataclasses
@@ -514,7 +513,7 @@ def test_check_settings_accepts_or_names_the_setting():
     Keys are the model and training setting names (with `_` or CLI-style `-`) and random strings; values are ints
     (negative, huge), floats (nan, inf), bools, None, strings and lists. Any other exception type is a bug.
     """
-    validation = pytest.importorskip("keras_transformer.validation")
+    from keras_transformer.runs import config as validation
     model_names, training_names = _setting_names()
     known = model_names + training_names
     key = st.one_of(

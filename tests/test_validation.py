@@ -6,12 +6,12 @@ import json
 import pytest
 
 from keras_transformer.models import TransformerConfig
+from keras_transformer.models.config import MODEL_RULES
+from keras_transformer.runs.config import TRAINING_RULES
 from keras_transformer.runs.config import TrainingConfig
-from keras_transformer.validation import MODEL_RULES
-from keras_transformer.validation import TRAINING_RULES
+from keras_transformer.runs.config import check_settings
+from keras_transformer.runs.config import load_settings_file
 from keras_transformer.validation import SettingError
-from keras_transformer.validation import check_settings
-from keras_transformer.validation import load_settings_file
 
 
 def test_every_config_field_has_a_rule():

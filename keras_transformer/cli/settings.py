@@ -1,71 +1,51 @@
 """What several commands share: the model/training flags (`train`, `quickstart`), argparse types, stdin."""
 
 import argparse
+import dataclasses
 import sys
 
-from keras_transformer.validation import check_settings
-from keras_transformer.validation import load_settings_file
+from keras_transformer.models.config import TransformerConfig
+from keras_transformer.runs.config import TrainingConfig
+from keras_transformer.runs.config import check_settings
+from keras_transformer.runs.config import load_settings_file
+from keras_transformer.validation import flag_of
 
-# Flags shared by `train` and `quickstart`; their dest names are TransformerConfig/TrainingConfig fields.
-MODEL_FLAGS = [
-    ("--num-layers", int, "encoder and decoder blocks"),
-    ("--d-model", int, "model width"),
-    ("--num-heads", int, "attention heads"),
-    ("--d-ff", int, "feed-forward hidden size"),
-    ("--dropout", float, "dropout rate"),
-    ("--attention-dropout", float, "dropout on the attention weights (default: --dropout)"),
-    ("--activation-dropout", float, "dropout inside the feed-forward networks (default: --dropout)"),
-    ("--word-dropout", float, "fraction of whole source and target-input tokens dropped in training (default 0)"),
-    ("--max-length", int, "longest sequence in tokens (longer sentences are truncated)"),
-]
-TRAINING_FLAGS = [
-    ("--epochs", int, "training epochs"),
-    ("--batch-size", int, "sentence pairs per batch (the largest, with --token-budget)"),
-    ("--token-budget", int, "tokens per batch: short-sentence buckets get more sentences"),
-    ("--vocab-size", int, "subword vocabulary size (per language, or shared)"),
-    ("--warmup-steps", int, "learning-rate warm-up steps"),
-    ("--lr-scale", float, "multiplies the paper's learning-rate schedule"),
-    ("--label-smoothing", float, "label smoothing of the loss"),
-    ("--rdrop", float, "R-Drop: weight of the consistency loss between two dropout passes of each batch "
-                       "(default 0: off; each step then costs about twice as much)"),
-    ("--patience", int, "stop after this many epochs without validation improvement"),
-    ("--average-last", int, "average the weights of the last N epochs at the end"),
-    ("--max-minutes", float, "stop before this much training wall time (counted across resumes)"),
-    ("--seed", int, "random seed"),
-    ("--max-words", int, "skip (and count) pairs with more whitespace-separated words than this on a side"),
-    ("--vocab-sample", int, "learn the vocabulary from a random sample of this many pairs (default 200000)"),
-    ("--shuffle-buffer", int, "pairs shuffled together (bounded memory; default 100000)"),
-    ("--checkpoint-every", int, "also save a resumable checkpoint every N batches (default: at epoch ends)"),
-]
+_TYPES = {"int": int, "float": float}
+
+
+def _add_config_flags(group, config_class):
+    """A flag for each field of `config_class` that declares one (its `setting(flag=...)` help); every flag
+    defaults to `None` (not given), so that a `--config` file's value or the field's default applies."""
+    names = []
+    for field in dataclasses.fields(config_class):
+        text, rule = field.metadata["flag"], field.metadata["rule"]
+        if not text:
+            continue
+        names.append(field.name)
+        if rule.kind == "bool":
+            action = argparse.BooleanOptionalAction if field.default else "store_true"
+            group.add_argument(flag_of(field.name), action=action, default=None, help=text)
+        elif rule.kind == "choice":
+            group.add_argument(flag_of(field.name), choices=rule.choices, default=None, help=text)
+        else:
+            group.add_argument(flag_of(field.name), type=_TYPES[rule.kind], default=None, help=text)
+    return names
 
 
 def add_settings_flags(parser):
-    group = parser.add_argument_group("model (default: the paper's base model, or --config)")
-    for flag, kind, text in MODEL_FLAGS:
-        group.add_argument(flag, type=kind, default=None, help=text)
-    group.add_argument("--norm-first", action="store_true", default=None, help="pre-norm blocks")
-    group.add_argument("--share-embeddings", action="store_true", default=None,
-                       help="one embedding for source and target (implies --shared-vocab)")
-    group.add_argument("--tie-output", action="store_true", default=None,
-                       help="output projection tied to the target embedding")
+    """The model's and the training's flags (`train`, `quickstart`): one per setting that declares one."""
+    _add_config_flags(parser.add_argument_group("model (default: the paper's base model, or --config)"),
+                      TransformerConfig)
     group = parser.add_argument_group("training")
-    for flag, kind, text in TRAINING_FLAGS:
-        group.add_argument(flag, type=kind, default=None, help=text)
-    group.add_argument("--decay", choices=["inverse_sqrt", "cosine"], default=None,
-                       help="learning-rate decay after the warm-up: the paper's inverse square root (default) or "
-                            "cosine to zero at the end of the last epoch")
-    group.add_argument("--shared-vocab", action="store_true", default=None,
-                       help="one subword vocabulary for both languages")
-    group.add_argument("--jit-compile", action=argparse.BooleanOptionalAction, default=None,
-                       help="compile the train step with XLA (default on; docs/benchmarks.md has its speed)")
+    _add_config_flags(group, TrainingConfig)
     group.add_argument("--no-max-minutes", action="store_true", default=False,
                        help="drop the --config file's time budget: train its --epochs whatever they take (the "
                             "same work on a slower machine)")
 
 
 def collect_settings(args):
-    names = [flag[2:].replace("-", "_") for flag, _, _ in MODEL_FLAGS + TRAINING_FLAGS]
-    names += ["norm_first", "share_embeddings", "tie_output", "shared_vocab", "jit_compile", "decay"]
+    names = [field.name for config_class in (TransformerConfig, TrainingConfig)
+             for field in dataclasses.fields(config_class) if field.metadata["flag"]]
     settings = {}
     if getattr(args, "config", None):
         settings.update({k.replace("-", "_"): v for k, v in load_settings_file(args.config).items()})

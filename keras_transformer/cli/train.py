@@ -22,8 +22,8 @@ def cmd_train(args):
     from keras_transformer.data.corpus import read_parallel_corpus
     from keras_transformer.data.streaming import scan_corpus
     from keras_transformer.runs.config import TrainingConfig
+    from keras_transformer.runs.config import check_settings
     from keras_transformer.training.trainer import train
-    from keras_transformer.validation import check_settings
 
     model_settings, training_settings = check_settings(settings)
     config = TrainingConfig(**training_settings)

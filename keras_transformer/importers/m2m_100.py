@@ -36,6 +36,7 @@ from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.models import TransformerConfig
+from keras_transformer.models import TransformerModel
 from keras_transformer.runs.config import TrainingConfig
 
 MODEL_TYPE = "m2m_100"
@@ -175,7 +176,7 @@ def import_m2m_100(source, output_dir, overwrite=False, verbose=1):
     say(f"Importing {source}: M2M-100 / NLLB, {config['encoder_layers']}+{config['decoder_layers']} layers, d_model "
         f"{config['d_model']}, {config['encoder_attention_heads']} heads, vocabulary {tokenizer.vocab_size:,}, "
         f"{len(tokenizer.languages)} languages")
-    model = model_config.build()
+    model = TransformerModel(model_config)
     assign_m2m_100_weights(model, tensors, config, tokenizer, where=os.path.join(directory, weights_file))
     del tensors
     training = TrainingConfig(vocab_size=tokenizer.vocab_size, shared_vocab=True)

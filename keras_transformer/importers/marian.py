@@ -34,6 +34,7 @@ from keras_transformer.importers.checkpoint import read_json_object
 from keras_transformer.importers.checkpoint import read_tensors
 from keras_transformer.importers.checkpoint import resolve_source
 from keras_transformer.models import TransformerConfig
+from keras_transformer.models import TransformerModel
 from keras_transformer.runs.config import TrainingConfig
 
 MODEL_TYPE = "marian"
@@ -221,7 +222,7 @@ def import_marian(source, output_dir, overwrite=False, verbose=1):
     say(f"Importing {source}: Marian, {config['encoder_layers']}+{config['decoder_layers']} layers, d_model "
         f"{config['d_model']}, {config['encoder_attention_heads']} heads, vocabulary {source_tokenizer.vocab_size:,}"
         f"{'' if model_config.share_embeddings else ' / ' + format(target_tokenizer.vocab_size, ',')}")
-    model = model_config.build()
+    model = TransformerModel(model_config)
     assign_marian_weights(model, tensors, config, source_tokenizer, target_tokenizer,
                           where=os.path.join(directory, weights_file))
     del tensors

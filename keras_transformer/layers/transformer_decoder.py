@@ -1,18 +1,17 @@
 import keras
 
-from keras_transformer.layers.feed_forward import make_feed_forward
-from keras_transformer.layers.hash_dropout import HashDropout
-from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.transformer_block import TransformerBlock
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class TransformerDecoder(keras.layers.Layer):
+class TransformerDecoder(TransformerBlock):
     """One Transformer decoder block: causal self-attention, cross-attention, feed-forward network.
 
     Self-attention is always causal (a position never sees later positions). Cross-attention
     reads `encoder_sequence`, skipping its padding. Each sub-block is wrapped in dropout, a
     residual connection and layer normalization, post-norm (the paper) or pre-norm
-    (`norm_first=True`). Padding masks come from the inputs' Keras masks or from the explicit
+    (`norm_first=True`). Its arguments (`d_model`, `num_heads`, `d_ff`, `dropout`, ...) are the encoder's too;
+    `TransformerBlock` documents them. Padding masks come from the inputs' Keras masks or from the explicit
     `decoder_padding_mask` / `encoder_padding_mask` arguments.
 
     For incremental decoding pass `self_attention_cache` (a `(keys, values)` pair of `[batch, heads, max_length,
@@ -20,23 +19,6 @@ class TransformerDecoder(keras.layers.Layer):
     `MultiHeadAttention`) with `self_attention_cache_index`, and a `cross_attention_cache`
     from `compute_cross_attention_cache(encoder_sequence)`: the call then returns
     `(outputs, self_attention_cache, cross_attention_cache)` and costs one position's work.
-
-    Args:
-        d_model: int. Feature size of inputs and outputs.
-        num_heads: int. Attention heads; `d_model` must be divisible by it.
-        d_ff: int. Hidden size of the feed-forward network.
-        dropout: float. Dropout on each sub-block's output (and inside the FFN unless `activation_dropout`).
-        attention_dropout: float. Dropout on attention weights. Defaults to `dropout`.
-        activation_dropout: float. Dropout on the FFN's hidden activations (inside the FFN). Defaults to
-            `dropout`; 0 gives the paper's (and keras-hub's) block, and saves the `d_ff`-wide random mask.
-        activation: str or callable. FFN activation.
-        norm_first: bool. Pre-norm if `True`, post-norm (the paper) if `False`.
-        layer_norm_epsilon: float. Epsilon of the layer normalizations.
-        use_bias: bool. Biases in the attention projections.
-        use_rotary: bool. Rotary position embeddings in self-attention.
-        kernel_initializer: initializer for kernels.
-        bias_initializer: initializer for biases.
-        **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
         decoder_sequence: `[batch, target_length, d_model]`.
@@ -64,85 +46,15 @@ class TransformerDecoder(keras.layers.Layer):
         - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), section 3.1.
     """
 
-    def __init__(
-        self,
-        d_model,
-        num_heads,
-        d_ff,
-        dropout=0.0,
-        attention_dropout=None,
-        activation="relu",
-        activation_dropout=None,
-        norm_first=False,
-        layer_norm_epsilon=1e-6,
-        use_bias=True,
-        use_rotary=False,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        if d_model % num_heads:
-            raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}.")
-        self.supports_masking = True
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.attention_dropout = dropout if attention_dropout is None else attention_dropout
-        self.activation_dropout = dropout if activation_dropout is None else activation_dropout
-        self.activation = keras.activations.get(activation)
-        self.norm_first = norm_first
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.use_bias = use_bias
-        self.use_rotary = use_rotary
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-
-    @property
-    def head_dim(self):
-        return self.d_model // self.num_heads
-
-    def _norm(self, name):
-        norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
-        norm.build((None, None, self.d_model))
-        return norm
-
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
-        init = keras.initializers.serialize(self.kernel_initializer)
-        binit = keras.initializers.serialize(self.bias_initializer)
         shape = (None, None, self.d_model)
-        enc_shape = encoder_sequence_shape or shape
-
-        def attention(name, rotary):
-            return MultiHeadAttention(
-                self.num_heads,
-                self.head_dim,
-                dropout=self.attention_dropout,
-                use_bias=self.use_bias,
-                use_rotary=rotary,
-                kernel_initializer=init,
-                bias_initializer=binit,
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.self_attention = attention("self_attention", self.use_rotary)
-        self.self_attention.build(shape, shape)
+        self.self_attention = self._attention("self_attention", self.use_rotary, shape, shape)
         self.self_attention_norm = self._norm("self_attention_norm")
-        self.self_attention_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
-        self.cross_attention = attention("cross_attention", False)
-        self.cross_attention.build(shape, enc_shape)
+        self.self_attention_dropout = self._dropout()
+        self.cross_attention = self._attention("cross_attention", False, shape, encoder_sequence_shape or shape)
         self.cross_attention_norm = self._norm("cross_attention_norm")
-        self.cross_attention_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
-        self.ffn_inner, self.ffn_dropout, self.ffn_outer = make_feed_forward(
-            self.d_model, self.d_ff, self.activation, self.activation_dropout, init, binit,
-            self.dtype_policy, "ffn",
-        )
-        self.ffn_norm = self._norm("ffn_norm")
-        self.ffn_output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
+        self.cross_attention_dropout = self._dropout()
+        self._build_feed_forward()
         self.built = True
 
     def compute_cross_attention_cache(self, encoder_sequence, separate=True):
@@ -177,53 +89,40 @@ class TransformerDecoder(keras.layers.Layer):
         if encoder_padding_mask is None:
             encoder_padding_mask = encoder_sequence_mask
 
-        x = decoder_sequence
-        residual = x
-        if self.norm_first:
-            x = self.self_attention_norm(x)
-        if self_attention_cache is None:
-            x = self.self_attention(
-                x, x,
-                query_mask=decoder_padding_mask,
-                value_mask=decoder_padding_mask,
-                use_causal_mask=True,
-                training=training,
-            )
-        else:
-            x, self_attention_cache = self.self_attention(
+        def self_attention(x):
+            if self_attention_cache is None:
+                return self.self_attention(
+                    x, x,
+                    query_mask=decoder_padding_mask,
+                    value_mask=decoder_padding_mask,
+                    use_causal_mask=True,
+                    training=training,
+                ), None
+            return self.self_attention(
                 x, x,
                 query_mask=decoder_padding_mask,
                 cache=self_attention_cache,
                 cache_index=self_attention_cache_index,
                 training=training,
             )
-        x = residual + self.self_attention_dropout(x, training=training)
-        if not self.norm_first:
-            x = self.self_attention_norm(x)
 
-        residual = x
-        if self.norm_first:
-            x = self.cross_attention_norm(x)
-        x, scores = self.cross_attention(
-            x,
-            encoder_sequence,
-            query_mask=decoder_padding_mask,
-            value_mask=encoder_padding_mask,
-            cache=cross_attention_cache,
-            return_attention_scores=True,
-            training=training,
-        )[:2]
-        x = residual + self.cross_attention_dropout(x, training=training)
-        if not self.norm_first:
-            x = self.cross_attention_norm(x)
+        def cross_attention(x):
+            return self.cross_attention(
+                x,
+                encoder_sequence,
+                query_mask=decoder_padding_mask,
+                value_mask=encoder_padding_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=True,
+                training=training,
+            )[:2]
 
-        residual = x
-        if self.norm_first:
-            x = self.ffn_norm(x)
-        x = self.ffn_outer(self.ffn_dropout(self.ffn_inner(x), training=training))
-        x = residual + self.ffn_output_dropout(x, training=training)
-        if not self.norm_first:
-            x = self.ffn_norm(x)
+        x, self_attention_cache = self._residual(
+            decoder_sequence, self.self_attention_norm, self.self_attention_dropout, self_attention, training
+        )
+        x, scores = self._residual(x, self.cross_attention_norm, self.cross_attention_dropout, cross_attention,
+                                   training)
+        x = self._feed_forward(x, training)
 
         outputs = [x]
         if return_attention_scores:
@@ -260,24 +159,3 @@ class TransformerDecoder(keras.layers.Layer):
                 outputs.append(None if cache is None else keras.tree.map_structure(
                     lambda c: keras.KerasTensor(c.shape, dtype=c.dtype), cache))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "d_model": self.d_model,
-                "num_heads": self.num_heads,
-                "d_ff": self.d_ff,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "activation_dropout": self.activation_dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "norm_first": self.norm_first,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "use_bias": self.use_bias,
-                "use_rotary": self.use_rotary,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            }
-        )
-        return config

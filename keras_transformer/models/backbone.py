@@ -8,7 +8,8 @@ quantized preset loads back quantized.
 
 Example:
 
->>> backbone = TransformerBackbone(100, 120, num_layers=1, d_model=32, num_heads=4, d_ff=64)
+>>> from keras_transformer import TransformerConfig
+>>> backbone = TransformerBackbone(TransformerConfig(100, 120, num_layers=1, d_model=32, num_heads=4, d_ff=64))
 >>> isinstance(backbone, keras_hub.models.Backbone), backbone.token_embedding is backbone.decoder_embedding
 (True, True)
 >>> TransformerBackbone.from_config(backbone.get_config()).count_params() == backbone.count_params()
@@ -23,7 +24,7 @@ from keras_transformer.models.transformer import TransformerModel
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
-    """`TransformerModel` as a keras-hub `Backbone` (same arguments, plus keras-hub's `dtype`).
+    """`TransformerModel` as a keras-hub `Backbone`: a `TransformerConfig`, plus keras-hub's `dtype`.
 
     `token_embedding` is the target-side `PositionalEmbedding` (tied output projections multiply by its matrix).
     `dtype` may be a `keras.dtype_policies.DTypePolicyMap` from a quantized preset: the layers it names are
@@ -31,7 +32,9 @@ class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
 
     Example:
 
-    >>> backbone = TransformerBackbone(100, 120, num_layers=1, d_model=32, num_heads=4, d_ff=64)
+    >>> from keras_transformer import TransformerConfig
+    >>> config = TransformerConfig(100, 120, num_layers=1, d_model=32, num_heads=4, d_ff=64)
+    >>> backbone = TransformerBackbone(config)
     >>> isinstance(backbone, keras_hub.models.Backbone), sorted(backbone.input)
     (True, ['decoder_inputs', 'encoder_inputs'])
     >>> backbone.enable_lora(2)
@@ -39,9 +42,9 @@ class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
     ['lora_kernel_a', 'lora_kernel_b']
     """
 
-    def __init__(self, *args, dtype=None, **kwargs):
+    def __init__(self, config, dtype=None, **kwargs):
         policy_map = dtype if isinstance(dtype, keras.dtype_policies.DTypePolicyMap) else None
-        super().__init__(*args, dtype=None if policy_map is not None else dtype, **kwargs)
+        super().__init__(config, dtype=None if policy_map is not None else dtype, **kwargs)
         self.token_embedding = self.decoder_embedding
         if policy_map is not None:
             self._quantize_as(policy_map)
@@ -70,16 +73,16 @@ class TransformerBackbone(TransformerModel, keras_hub.models.Backbone):
         if not isinstance(model, TransformerModel):
             raise ValueError(f"expected a keras_transformer TransformerModel (from build_transformer or a run), "
                              f"got a {type(model).__name__}")
-        backbone = cls.from_config(model.get_config())
+        backbone = cls(model.config, name=model.name)
         backbone.set_weights(model.get_weights())
         return backbone
 
     def get_config(self):
-        return {**keras_hub.models.Backbone.get_config(self), **self._transformer_settings}
+        return {**keras_hub.models.Backbone.get_config(self), **self.config.to_dict()}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.get(config["dtype"])
-        return cls(**config)
+        return super().from_config(config)

@@ -18,6 +18,8 @@ import os
 import shutil
 
 from keras_transformer.atomic import clean_temporaries
+from keras_transformer.models.config import MODEL_RULES
+from keras_transformer.models.config import check_model
 from keras_transformer.runs.layout import CHECKPOINT_DIR
 from keras_transformer.runs.layout import CONFIG_FILE
 from keras_transformer.runs.layout import LOCK_FILE
@@ -25,10 +27,9 @@ from keras_transformer.runs.layout import MODEL_FILE
 from keras_transformer.runs.layout import RUN_ENTRIES
 from keras_transformer.runs.layout import SOURCE_TOKENIZER
 from keras_transformer.runs.layout import TARGET_TOKENIZER
-from keras_transformer.validation import CLI_FLAGS
-from keras_transformer.validation import MODEL_RULES
 from keras_transformer.validation import SettingError
-from keras_transformer.validation import check_model
+from keras_transformer.validation import flag_of
+from keras_transformer.validation import label
 
 # Training settings that a resumed run must share with the run it continues (the model settings all must).
 RESUME_TRAINING_SETTINGS = ("vocab_size", "shared_vocab", "batch_size", "token_budget", "max_words", "seed",
@@ -198,15 +199,15 @@ def init_from_settings(path, output_dir, model_settings, training_settings):
                                 f"({error})") from None
     for name, value in model_settings.items():
         if name not in FINE_TUNE_OVERRIDABLE and value != model.get(name):
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {value!r} contradicts the model of --init-from {path} "
+            raise SettingError(f"{label(name)} = {value!r} contradicts the model of --init-from {path} "
                                f"({name} = {model.get(name)!r}), which a fine-tune keeps; of its model settings only "
-                               + ", ".join(CLI_FLAGS[n] for n in FINE_TUNE_OVERRIDABLE) + " may change")
+                               + ", ".join(flag_of(n) for n in FINE_TUNE_OVERRIDABLE) + " may change")
     shared = not os.path.isdir(os.path.join(path, TARGET_TOKENIZER))
     vocabulary = {"shared_vocab": shared,
                   "vocab_size": saved.get("training", {}).get("vocab_size", saved["model"].get("tgt_vocab_size"))}
     for name, value in vocabulary.items():
         if name in training_settings and training_settings[name] != value:
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {training_settings[name]!r} contradicts the tokenizers "
+            raise SettingError(f"{label(name)} = {training_settings[name]!r} contradicts the tokenizers "
                                f"of --init-from {path} ({name} = {value!r}), which a fine-tune keeps")
     pair = _language_pair(path, training_settings)
     return {**model, **model_settings}, {**training_settings, **vocabulary, **pair}
@@ -216,7 +217,7 @@ def refuse_language_pair(training_settings):
     """Refuses a language pair (`source_language`, `target_language`) for a run that is not a fine-tune."""
     for name in ("source_language", "target_language"):
         if training_settings.get(name) is not None:
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {training_settings[name]!r}: a language pair is chosen "
+            raise SettingError(f"{label(name)} = {training_settings[name]!r}: a language pair is chosen "
                                "when fine-tuning a multilingual run (--init-from); a new run learns its corpus' pair")
 
 
@@ -235,7 +236,7 @@ def _language_pair(path, training_settings):
     if not isinstance(codes, dict) or not codes:
         name = next((name for name, value in given.items() if value is not None), None)
         if name is not None:
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {given[name]!r}: --init-from {path} translates one "
+            raise SettingError(f"{label(name)} = {given[name]!r}: --init-from {path} translates one "
                                "language pair; a fine-tune chooses its pair from a multilingual run (M2M-100, "
                                "NLLB-200) only")
         return {}
@@ -245,12 +246,12 @@ def _language_pair(path, training_settings):
     for name, value in given.items():
         value = defaults[name] if value is None else value
         if value is None:
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}): required to fine-tune the multilingual run --init-from "
+            raise SettingError(f"{label(name)}: required to fine-tune the multilingual run --init-from "
                                f"{path}, the language it learns to translate into ({len(codes)} codes, such as "
                                f"{', '.join(list(codes)[:4])})")
         if value not in codes:
             closest = difflib.get_close_matches(str(value), list(codes), n=4, cutoff=0.0)
-            raise SettingError(f"{name} ({CLI_FLAGS[name]}) = {value!r}: unknown language code for --init-from "
+            raise SettingError(f"{label(name)} = {value!r}: unknown language code for --init-from "
                                f"{path}; closest: {', '.join(closest)} ({len(codes)} codes)")
         pair[name] = value
     return pair

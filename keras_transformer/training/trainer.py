@@ -20,6 +20,7 @@ from keras_transformer.data import train_tokenizers
 from keras_transformer.data.pipeline import with_known_length
 from keras_transformer.data.streaming import pairs_source
 from keras_transformer.models import TransformerConfig
+from keras_transformer.models import TransformerModel
 from keras_transformer.runs import ResumableCheckpoint
 from keras_transformer.runs import RunLock
 from keras_transformer.runs import TrainingDivergedError
@@ -27,6 +28,7 @@ from keras_transformer.runs import load_checkpoint_state
 from keras_transformer.runs import remove_checkpoint
 from keras_transformer.runs import restore_checkpoint
 from keras_transformer.runs.config import TrainingConfig
+from keras_transformer.runs.config import check_settings
 from keras_transformer.runs.directory import check_output_path
 from keras_transformer.runs.directory import check_resume_settings
 from keras_transformer.runs.directory import prepare_run_directory
@@ -57,7 +59,6 @@ from keras_transformer.training.model_checkpoints import StopOnNonFiniteLoss
 from keras_transformer.training.plots import plot_history
 from keras_transformer.training.schedule import make_optimizer
 from keras_transformer.training.schedule import make_schedule
-from keras_transformer.validation import check_settings
 
 
 def compile_model(model, model_config, training_config, schedule, jit_compile=True):
@@ -288,7 +289,7 @@ def _build_model(model_config, training_config, steps, placement, state, initial
     schedule = make_schedule(model_config.d_model, training_config.warmup_steps, training_config.lr_scale,
                              decay=training_config.decay, total_steps=total_steps)
     with placement.scope():
-        model = compile_model(model_config.build(), model_config, training_config, schedule,
+        model = compile_model(TransformerModel(model_config), model_config, training_config, schedule,
                               jit_compile=placement.jit_compile)
         if state is not None:
             restore_checkpoint(model, state)

@@ -15,6 +15,7 @@ import keras
 from keras_transformer import TransformerConfig
 from keras_transformer.data.synthetic import make_synthetic_corpus
 from keras_transformer.data.tokenizer import train_tokenizers
+from keras_transformer.models import TransformerModel
 from keras_transformer.runs.config import TrainingConfig
 
 MODEL_SETTINGS = dict(num_layers=1, d_model=32, num_heads=2, d_ff=64, dropout=0.0, max_length=24)
@@ -48,7 +49,7 @@ def write_tiny_run(directory, seed=0):
     target.save(os.path.join(directory, "tokenizers", "target"))
     config = TransformerConfig(source.vocab_size, target.vocab_size, **MODEL_SETTINGS)
     keras.utils.set_random_seed(seed)
-    config.build().save(os.path.join(directory, "model.keras"))
+    TransformerModel(config).save(os.path.join(directory, "model.keras"))
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
         json.dump({"model": config.to_dict(), "training": dataclasses.asdict(TrainingConfig())}, f, indent=2)
     return str(directory)

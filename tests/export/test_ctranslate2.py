@@ -25,6 +25,7 @@ def run(request, tmp_path_factory):
     import keras
 
     from keras_transformer.models import TransformerConfig
+    from keras_transformer.models import TransformerModel
 
     directory = write_tiny_run(tmp_path_factory.mktemp("ct2") / "run")
     run = load_run(directory)
@@ -34,7 +35,7 @@ def run(request, tmp_path_factory):
         config = TransformerConfig.from_dict({**run.model_config.to_dict(), "norm_first": True, "tie_output": True,
                                               "position": "learned"})
         keras.utils.set_random_seed(5)
-        model = config.build()
+        model = TransformerModel(config)
         for weight in model.weights:
             weight.assign(np.random.default_rng(len(weight.path)).normal(0, 0.3, weight.shape).astype("float32"))
         run.model, run.model_config = model, config

@@ -26,6 +26,7 @@ def ensemble(run_dir, tmp_path_factory):
     """An ensemble directory of the tiny run and a second run with the same tokenizers and other random weights,
     its tuned decoding written as `tune` would, exported once (greedy serving signature, beam 4 as the extra one)."""
     from keras_transformer import TransformerConfig
+    from keras_transformer.models import TransformerModel
 
     root = tmp_path_factory.mktemp("ensemble")
     other = str(root / "other-run")
@@ -33,7 +34,7 @@ def ensemble(run_dir, tmp_path_factory):
     with open(os.path.join(run_dir, "config.json"), encoding="utf-8") as f:
         model_config = json.load(f)["model"]
     keras.utils.set_random_seed(7)
-    TransformerConfig.from_dict(model_config).build().save(os.path.join(other, "model.keras"))
+    TransformerModel(TransformerConfig.from_dict(model_config)).save(os.path.join(other, "model.keras"))
     ens = str(root / "ens")
     assert cli.main(["ensemble", run_dir, other, "--output", ens]) == 0
     with open(os.path.join(ens, "decoding.json"), "w", encoding="utf-8") as f:

@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_transformer import TransformerConfig
 from keras_transformer import build_transformer
+from keras_transformer.models import TransformerModel
 from keras_transformer.models import TransformerParts
 
 
@@ -119,16 +120,16 @@ def test_config_round_trips_through_json_and_builds():
     again = TransformerConfig.from_json(config.to_json())
     assert again == config
     assert json.loads(config.to_json())["d_model"] == 32
-    model = again.build()
+    model = TransformerModel(again)
     assert tuple(model(_batch(40, 40)).shape) == (3, 5, 40)
     assert {model.get_layer(f"{side}_layer_0").activation_dropout for side in ("encoder", "decoder")} == {0.0}
-    with pytest.raises(ValueError, match="Unknown TransformerConfig settings"):
+    with pytest.raises(ValueError, match="unknown model setting 'layers'"):
         TransformerConfig.from_dict({"src_vocab_size": 4, "tgt_vocab_size": 4, "layers": 2})
 
 
 def test_word_dropout_drops_tokens_in_training_only_and_round_trips():
     config = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, word_dropout=0.3, dropout=0.0, **SMALL)
-    model = config.build()
+    model = TransformerModel(config)
     names = [layer.name for layer in model.layers]
     assert "encoder_word_dropout" in names and "decoder_word_dropout" in names
     assert "encoder_word_dropout" not in [layer.name for layer in build_transformer(50, 50, **SMALL).layers]

@@ -8,6 +8,7 @@ import pytest
 
 from keras_transformer.data.synthetic import make_synthetic_corpus
 from keras_transformer.models import TransformerConfig
+from keras_transformer.models import TransformerModel
 from keras_transformer.training.distribution import DistributionConfig
 from keras_transformer.training.trainer import train
 from keras_transformer.validation import SettingError
@@ -18,7 +19,7 @@ TRAINING = dict(epochs=2, vocab_size=200, batch_size=32, jit_compile=False, warm
 
 def test_the_two_copies_of_an_example_get_different_dropout_masks():
     # Without this the KL term would be 0 in training too, and R-Drop a no-op.
-    model = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, **MODEL).build()
+    model = TransformerModel(TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, **MODEL))
     rng = np.random.default_rng(0)
     inputs = {name: rng.integers(4, 50, size=(3, 10)).astype("int32") for name in ("encoder_inputs", "decoder_inputs")}
     doubled = {name: np.concatenate([x, x]) for name, x in inputs.items()}
