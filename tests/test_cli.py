@@ -193,7 +193,7 @@ def test_an_ensemble_directory_decodes_its_runs_as_one(tiny_run, tmp_path, capsy
     assert not os.path.exists(os.path.join(run, "decoding.json"))
     # What cannot be done says so in one line.
     assert cli.main(["export", ens, "--ctranslate2", str(tmp_path / "ct2")]) == 2
-    assert "is an ensemble directory: --ctranslate2 takes one run directory" in capsys.readouterr().err
+    assert "is an ensemble directory: a CTranslate2 model holds one run" in capsys.readouterr().err
     assert not (tmp_path / "ct2").exists()
     assert cli.main(["ensemble", run, copy, "--output", ens]) == 2
     assert "ensemble.json: exists; pass --overwrite" in capsys.readouterr().err

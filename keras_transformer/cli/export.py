@@ -1,50 +1,21 @@
 """`keras-transformer export`: SavedModel, TFLite, CTranslate2 or a keras-hub style preset."""
 
 import argparse
-import os
 
 from keras_transformer.cli.settings import add_length_penalty_rule_flag
 from keras_transformer.cli.settings import length_penalty
 from keras_transformer.cli.settings import positive_int
 from keras_transformer.runs.layout import DEFAULT_SAVED_MODELS
-from keras_transformer.runs.layout import ENSEMBLE_FILE
 
 
 def cmd_export(args):
-    if os.path.isfile(os.path.join(args.run_dir, ENSEMBLE_FILE)) and (args.ctranslate2 or args.preset):
-        flag = "--ctranslate2" if args.ctranslate2 else "--preset"
-        raise ValueError(f"{args.run_dir} is an ensemble directory: {flag} takes one run directory (export a "
-                         "member), while --saved-model and --tflite export the ensemble decoded as one")
     from keras_transformer.export.exporter import export_run
 
-    if args.ctranslate2:
-        from keras_transformer.export.ctranslate2_model import export_ctranslate2
-
-        export_ctranslate2(args.run_dir, args.ctranslate2, quantization=args.ctranslate2_quantization,
-                           overwrite=args.overwrite, verbose=1)
-        print(f"Try: echo 'a sentence' | keras-transformer translate {args.ctranslate2}")
-        if not (args.saved_model or args.tflite or args.preset):
-            return 0
-    if args.preset:
-        from keras_transformer.export.destination import check_destination
-        from keras_transformer.tasks import TransformerSeq2SeqLM
-
-        check_destination(args.preset, "preset", args.overwrite)
-        from keras_transformer.decoding.translator import sampler_for
-        from keras_transformer.runs.run import load_run
-
-        run = load_run(args.run_dir)
-        # The run's tuned decoding (decoding.json), with --beam-size and --length-penalty over it.
-        sampler = sampler_for(run.decoding, args.beam_size, args.length_penalty)
-        task = TransformerSeq2SeqLM.from_run(run, sampler=sampler, sequence_length=args.max_length)
-        task.save_to_preset(args.preset, overwrite=args.overwrite)
-        print(f"Wrote the preset {args.preset} (keras-hub layout). Try: echo 'a sentence' | keras-transformer "
-              f"translate {args.preset}")
-        if not (args.saved_model or args.tflite):
-            return 0
-    export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, beam_size=args.beam_size,
-               max_length=args.max_length, length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
-               overwrite=args.overwrite, jit_compile=args.jit_compile, length_penalty_rule=args.length_penalty_rule)
+    export_run(args.run_dir, saved_model=args.saved_model, tflite=args.tflite, ctranslate2=args.ctranslate2,
+               preset=args.preset, beam_size=args.beam_size, max_length=args.max_length,
+               length_penalty=args.length_penalty, tflite_quantize=args.tflite_quantize,
+               ctranslate2_quantization=args.ctranslate2_quantization, overwrite=args.overwrite,
+               jit_compile=args.jit_compile, length_penalty_rule=args.length_penalty_rule)
     return 0
 
 

@@ -1,4 +1,28 @@
-"""Beam search with a length penalty (GNMT's, or transformers' rule), key/value caches and static shapes."""
+"""Beam search with a length penalty (GNMT's, or transformers' rule), key/value caches and static shapes.
+
+Each source row keeps `beam_size` alive hypotheses. A step scores every continuation of every
+alive beam (one decoder position per beam, cached keys/values), takes the `2 * beam_size`
+best, moves those among the `beam_size` best that produce `end_id` to the row's finished
+hypotheses, and keeps the `beam_size` best others alive (the self-attention caches are
+reordered with one gather per layer). At `max_length` every alive beam counts as finished.
+`length_penalty_rule` says how finished hypotheses score and when a row is done:
+
+- `"gnmt"` (GNMT's rule): a hypothesis scores `log_prob / ((5 + length) / 6) ** length_penalty`
+  (`length` counts `end_id`); the next-token distribution leaves out id 0 and `start_id`. A row is done
+  once `beam_size` hypotheses have finished, or once its best finished score beats the best any alive
+  beam can still reach.
+- `"transformers"` (the rule of transformers' `generate(num_beams=...)` with its default
+  `early_stopping=False`, token for token on imported Marian checkpoints): a hypothesis scores
+  `log_prob / length ** length_penalty`; the softmax leaves out id 0 but includes `start_id`, which is then
+  banned without renormalizing (`next_token_log_probs`). A row is done once `beam_size` hypotheses have
+  finished and the best alive beam's log-probability divided by (tokens so far) `** length_penalty` is no
+  better than the worst of them; after that it takes no more.
+
+The best `beam_size` finished hypotheses are kept. With `beam_size=1`, GNMT's rule is exactly greedy decoding
+(transformers' only with `length_penalty=0`: otherwise its one alive beam may go on to beat the hypothesis
+that ended; `generate(num_beams=1)` decodes greedily instead). Id 0 (padding) and `start_id` are never
+generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
+"""
 
 import keras
 from keras import ops
@@ -116,122 +140,144 @@ def beam_search_with_parts(
 
 def _beam_search(parts, encoder_inputs, max_length, start_id, end_id, beam_size, length_penalty, stop_early,
                  rule, force_end=False, prefix=None, num_hypotheses=1, first_token=None):
-    k = beam_size
-    parts = parts.with_loop_invariants()
-    vocab = parts.vocab_size
-    encoder_outputs, padding_mask = parts.encode(encoder_inputs)
-    # Encoder work and cross-attention projections happen once per source row, then the
-    # results are repeated for the row's `k` beams (rows are laid out as `b * k + beam`).
-    cross_caches = keras.tree.map_structure(lambda c: ops.repeat(c, k, axis=0),
-                                            parts.cross_attention_caches(encoder_outputs))
-    padding_mask = ops.repeat(padding_mask, k, axis=0)
-    batch_size = ops.shape(encoder_inputs)[0]
-    self_caches = parts.empty_self_attention_caches(batch_size * k, max_length)
-    bias, bias_after = log_prob_biases(vocab, start_id, rule)
-    end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, loop_ops.NEG)[None]
-    zero = ops.zeros((), dtype="int32")
-    row_index = ops.expand_dims(ops.arange(batch_size, dtype="int32"), 1)  # [B, 1]
-    first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
-    # alpha per row, [B, 1]: a Python float, a scalar or a [B] tensor (the compiled path passes it as an input, so
-    # one compiled loop serves every alpha `keras-transformer tune` tries).
-    alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((batch_size,), dtype="float32"), (-1, 1))
-    longest_penalty = gnmt_length_penalty(max_length, alpha)[:, 0] if rule == "gnmt" else None
-    if prefix is not None:
-        prefix = ops.repeat(ops.cast(prefix, "int32"), k, axis=0)  # [B*k, P]
-        vocab_ids = ops.arange(vocab, dtype="int32")[None]
-    if first_token is not None:  # [B*k, V]: 0 at each row's first token, NEG elsewhere
-        first_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32")[None],
-                                         ops.repeat(ops.cast(first_token, "int32"), k, axis=0)[:, None]),
-                               0.0, loop_ops.NEG)
+    loop = _BeamLoop(parts.with_loop_invariants(), encoder_inputs, max_length, start_id, end_id, beam_size,
+                     length_penalty, stop_early, rule, force_end, prefix, num_hypotheses, first_token)
+    outputs = ops.while_loop(loop.cond, loop.body, loop.initial_state(), maximum_iterations=max_length)
+    fin_seq, fin_score = outputs[4], outputs[5]
+    if num_hypotheses > 1:  # best first; a hypothesis that never finished scores loop_ops.NEG
+        return fin_seq[:, :num_hypotheses], fin_score[:, :num_hypotheses]
+    return fin_seq[:, 0], fin_score[:, 0]
 
-    def gather_rows(sequences, index, width):
+
+class _BeamLoop:
+    """One beam search's constants, and the `cond` and `body` of its `while_loop`.
+
+    Rows are laid out as `b * k + beam`. The loop state is `(step, last, alive_seq, alive_logp, fin_seq, fin_score,
+    fin_flag, done, caches)`.
+    """
+
+    def __init__(self, parts, encoder_inputs, max_length, start_id, end_id, k, length_penalty, stop_early, rule,
+                 force_end, prefix, num_hypotheses, first_token):
+        self.parts, self.k, self.max_length, self.start_id, self.end_id = parts, k, max_length, start_id, end_id
+        self.stop_early, self.rule, self.force_end, self.num_hypotheses = stop_early, rule, force_end, num_hypotheses
+        self.vocab = vocab = parts.vocab_size
+        encoder_outputs, padding_mask = parts.encode(encoder_inputs)
+        # Encoder work and cross-attention projections happen once per source row, then the
+        # results are repeated for the row's `k` beams.
+        self.cross_caches = keras.tree.map_structure(lambda c: ops.repeat(c, k, axis=0),
+                                                     parts.cross_attention_caches(encoder_outputs))
+        self.padding_mask = ops.repeat(padding_mask, k, axis=0)
+        self.batch_size = ops.shape(encoder_inputs)[0]
+        self.bias, self.bias_after = log_prob_biases(vocab, start_id, rule)
+        self.end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, loop_ops.NEG)[None]
+        self.zero = ops.zeros((), dtype="int32")
+        self.row_index = ops.expand_dims(ops.arange(self.batch_size, dtype="int32"), 1)  # [B, 1]
+        self.first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
+        # alpha per row, [B, 1]: a Python float, a scalar or a [B] tensor (the compiled path passes it as an input,
+        # so one compiled loop serves every alpha `keras-transformer tune` tries).
+        self.alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((self.batch_size,), "float32"),
+                                 (-1, 1))
+        self.longest_penalty = gnmt_length_penalty(max_length, self.alpha)[:, 0] if rule == "gnmt" else None
+        self.prefix = None if prefix is None else ops.repeat(ops.cast(prefix, "int32"), k, axis=0)  # [B*k, P]
+        self.first_only = None
+        if first_token is not None:  # [B*k, V]: 0 at each row's first token, NEG elsewhere
+            self.first_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32")[None],
+                                                  ops.repeat(ops.cast(first_token, "int32"), k, axis=0)[:, None]),
+                                        0.0, loop_ops.NEG)
+
+    def initial_state(self):
+        b, k, length = self.batch_size, self.k, self.max_length
+        first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, loop_ops.NEG)
+        return (
+            self.zero,
+            ops.full((b * k,), self.start_id, dtype="int32"),
+            ops.zeros((b, k, length), dtype="int32"),
+            ops.zeros((b, k), dtype="float32") + first_beam[None],  # all beams start equal
+            ops.zeros((b, k, length), dtype="int32"),
+            ops.full((b, k), loop_ops.NEG, dtype="float32"),
+            ops.zeros((b, k), dtype="bool"),
+            ops.zeros((b,), dtype="bool"),
+            self.parts.empty_self_attention_caches(b * k, length),
+        )
+
+    def gather_rows(self, sequences, index, width):
         """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
-        flat = ops.reshape(sequences, (-1, max_length))
-        return ops.take(flat, index + row_index * width, axis=0)
+        flat = ops.reshape(sequences, (-1, self.max_length))
+        return ops.take(flat, index + self.row_index * width, axis=0)
 
-    def cond(step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
-        running = ops.less(step, max_length)
-        if stop_early:
+    def cond(self, step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
+        running = ops.less(step, self.max_length)
+        if self.stop_early:
             running = ops.logical_and(running, ops.logical_not(ops.all(done)))
         return running
 
-    def body(step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
-        logits, caches = parts.decode_step(
-            ops.expand_dims(last, 1), step, caches, cross_caches, padding_mask
-        )
-        log_probs = ops.log_softmax(logits[:, 0] + bias, axis=-1)  # [B*k, V]
-        if bias_after is not None:
-            log_probs = log_probs + bias_after
-        if force_end:  # at the last position only `end_id` may come, at no cost (transformers' forced_eos_token_id)
-            log_probs = ops.where(ops.equal(step, max_length - 1), end_only, log_probs)
-        if prefix is not None:  # a forced token keeps its log-probability; every other token is ruled out
-            forcing, forced = loop_ops.forced_at(prefix, step)
+    def log_probs(self, logits, step):
+        """`[B*k, V]` log-probabilities of the next token, with every forced or banned token applied."""
+        log_probs = ops.log_softmax(logits[:, 0] + self.bias, axis=-1)
+        if self.bias_after is not None:
+            log_probs = log_probs + self.bias_after
+        if self.force_end:  # at the last position only `end_id` may come, at no cost (transformers' forced_eos)
+            log_probs = ops.where(ops.equal(step, self.max_length - 1), self.end_only, log_probs)
+        if self.prefix is not None:  # a forced token keeps its log-probability; every other token is ruled out
+            forcing, forced = loop_ops.forced_at(self.prefix, step)
+            vocab_ids = ops.arange(self.vocab, dtype="int32")[None]
             ruled_out = ops.logical_and(forcing[:, None], ops.not_equal(vocab_ids, forced[:, None]))
             log_probs = ops.where(ruled_out, loop_ops.NEG, log_probs)
-        if first_token is not None:
-            log_probs = ops.where(ops.equal(step, 0), first_only, log_probs)
-        totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
+        if self.first_only is not None:
+            log_probs = ops.where(ops.equal(step, 0), self.first_only, log_probs)
+        return log_probs
+
+    def body(self, step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
+        k, vocab = self.k, self.vocab
+        logits, caches = self.parts.decode_step(
+            ops.expand_dims(last, 1), step, caches, self.cross_caches, self.padding_mask
+        )
+        totals = ops.reshape(self.log_probs(logits, step), (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
         # 2k candidates: even if k of them end here, k can stay alive.
         top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
         top_index = ops.cast(top_index, "int32")
         top_beam = ops.floor_divide(top_index, vocab)
         top_token = ops.mod(top_index, vocab)
-        cand_seq = gather_rows(alive_seq, top_beam, k)  # [B, 2k, L]
-        cand_seq = ops.slice_update(cand_seq, (zero, zero, step), ops.expand_dims(top_token, 2))
+        cand_seq = self.gather_rows(alive_seq, top_beam, k)  # [B, 2k, L]
+        cand_seq = ops.slice_update(cand_seq, (self.zero, self.zero, step), ops.expand_dims(top_token, 2))
 
         # Finished: candidates among the k best that end (all of them at the last position);
         # rows already done take no more.
-        is_end = ops.equal(top_token, end_id)
-        ends = ops.logical_or(is_end, ops.equal(step, max_length - 1))
-        new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
+        is_end = ops.equal(top_token, self.end_id)
+        ends = ops.logical_or(is_end, ops.equal(step, self.max_length - 1))
+        new_flag = ops.logical_and(ops.logical_and(self.first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
         new_flag = ops.logical_and(new_flag, ops.greater(top_logp, loop_ops.NEG / 2))
-        penalty = length_penalty_divisor(step + 1, alpha, rule)  # [B, 1]
+        penalty = length_penalty_divisor(step + 1, self.alpha, self.rule)  # [B, 1]
         new_score = ops.where(new_flag, top_logp / penalty, loop_ops.NEG)
         fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
         keep = ops.cast(keep, "int32")
         fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
-        fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
+        fin_seq = self.gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
 
         # Alive: the k best candidates that did not end.
         alive_logp, keep = ops.top_k(ops.where(is_end, loop_ops.NEG, top_logp), k)
         keep = ops.cast(keep, "int32")
-        alive_seq = gather_rows(cand_seq, keep, 2 * k)
+        alive_seq = self.gather_rows(cand_seq, keep, 2 * k)
         last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
-        parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + row_index * k, (-1,))
+        parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + self.row_index * k, (-1,))
         caches = keras.tree.map_structure(lambda c: ops.take(c, parents, axis=0), caches)  # one gather per tensor
+        done = ops.logical_or(done, self.rows_done(alive_logp, fin_score, fin_flag, penalty))
+        return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
 
+    def rows_done(self, alive_logp, fin_score, fin_flag, penalty):
+        """`[B]`: the rows whose finished hypotheses no alive beam can change any more."""
         full = ops.all(fin_flag, axis=1)
-        if rule == "gnmt":
+        if self.rule == "gnmt":
             # A row is done when k hypotheses have ended, or when its best finished score beats
             # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
             # (With n-best, the n-th best finished score must be out of reach.)
-            n = num_hypotheses - 1
-            unbeatable = ops.logical_and(fin_flag[:, n], fin_score[:, n] >= alive_logp[:, 0] / longest_penalty)
-            done = ops.logical_or(done, ops.logical_or(full, unbeatable))
-        else:
-            # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
-            # beam, scored at its present length, does not beat the worst of them.
-            settled = ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, k - 1])
-            done = ops.logical_or(done, ops.logical_and(full, settled))
-        return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
-
-    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, loop_ops.NEG)
-    loop_vars = (
-        zero,
-        ops.full((batch_size * k,), start_id, dtype="int32"),
-        ops.zeros((batch_size, k, max_length), dtype="int32"),
-        ops.zeros((batch_size, k), dtype="float32") + first_beam[None],  # all beams start equal
-        ops.zeros((batch_size, k, max_length), dtype="int32"),
-        ops.full((batch_size, k), loop_ops.NEG, dtype="float32"),
-        ops.zeros((batch_size, k), dtype="bool"),
-        ops.zeros((batch_size,), dtype="bool"),
-        self_caches,
-    )
-    outputs = ops.while_loop(cond, body, loop_vars, maximum_iterations=max_length)
-    fin_seq, fin_score = outputs[4], outputs[5]
-    if num_hypotheses > 1:  # best first; a hypothesis that never finished scores loop_ops.NEG
-        return fin_seq[:, :num_hypotheses], fin_score[:, :num_hypotheses]
-    return fin_seq[:, 0], fin_score[:, 0]
+            n = self.num_hypotheses - 1
+            unbeatable = ops.logical_and(fin_flag[:, n], fin_score[:, n] >= alive_logp[:, 0] / self.longest_penalty)
+            return ops.logical_or(full, unbeatable)
+        # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
+        # beam, scored at its present length, does not beat the worst of them.
+        settled = ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, self.k - 1])
+        return ops.logical_and(full, settled)
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,
@@ -245,48 +291,15 @@ def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, 
         )
 
 
-def beam_search(
-    model,
-    encoder_inputs,
-    max_length,
-    start_id,
-    end_id,
-    beam_size=4,
-    length_penalty=0.6,
-    return_scores=False,
-    stop_early=True,
-    jit_compile=None,
-    length_penalty_rule="gnmt",
-    force_end=False,
-):
+def beam_search(model, encoder_inputs, max_length, start_id, end_id, beam_size=4, length_penalty=0.6,
+                return_scores=False, stop_early=True, jit_compile=None, length_penalty_rule="gnmt", force_end=False):
     """Beam search with a length penalty and key/value caches; the best hypothesis per row.
 
-    Each source row keeps `beam_size` alive hypotheses. A step scores every continuation of every
-    alive beam (one decoder position per beam, cached keys/values), takes the `2 * beam_size`
-    best, moves those among the `beam_size` best that produce `end_id` to the row's finished
-    hypotheses, and keeps the `beam_size` best others alive (the self-attention caches are
-    reordered with one gather per layer). At `max_length` every alive beam counts as finished.
-    `length_penalty_rule` says how finished hypotheses score and when a row is done:
-
-    - `"gnmt"` (GNMT's rule): a hypothesis scores `log_prob / ((5 + length) / 6) ** length_penalty`
-      (`length` counts `end_id`); the next-token distribution leaves out id 0 and `start_id`. A row is done
-      once `beam_size` hypotheses have finished, or once its best finished score beats the best any alive
-      beam can still reach.
-    - `"transformers"` (the rule of transformers' `generate(num_beams=...)` with its default
-      `early_stopping=False`, token for token on imported Marian checkpoints): a hypothesis scores
-      `log_prob / length ** length_penalty`; the softmax leaves out id 0 but includes `start_id`, which is then
-      banned without renormalizing (`next_token_log_probs`). A row is done once `beam_size` hypotheses have
-      finished and the best alive beam's log-probability divided by (tokens so far) `** length_penalty` is no
-      better than the worst of them; after that it takes no more.
-
-    The best `beam_size` finished hypotheses are kept. With `beam_size=1`, GNMT's rule is exactly greedy decoding
-    (transformers' only with `length_penalty=0`: otherwise its one alive beam may go on to beat the hypothesis
-    that ended; `generate(num_beams=1)` decodes greedily instead). Id 0 (padding) and `start_id` are never
-    generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
+    The algorithm and its two `length_penalty_rule`s are described at the top of this module. Id 0 (padding) and
+    `start_id` are never generated. Shapes are static (`tf.function`, XLA, `jax.jit`, SavedModel).
 
     Args:
-        model: a model from `build_transformer` (or loaded back from `.keras`), or its
-            `TransformerParts`.
+        model: a model from `build_transformer` (or loaded back from `.keras`), or its `TransformerParts`.
         encoder_inputs: int `[batch, source_length]` source ids, 0 = padding.
         max_length: Python int >= 1. Most tokens per hypothesis (`end_id` included).
         start_id: Python int. The first decoder input.
@@ -297,12 +310,10 @@ def beam_search(
         return_scores: bool. Also return each row's best score.
         stop_early: bool. End the loop once every row is done (checked in the loop
             condition); `False` runs `max_length` steps with the same results.
-        jit_compile: `None` (default): for eager callers on TensorFlow and JAX, run through an XLA-compiled
-            function (`jax.jit` on JAX), built once per model and settings and cached; inside your own
-            `tf.function`/`jax.jit`, and on PyTorch, the plain function. `True` always compiles (eager inputs
-            only), `False` runs eagerly. The length penalty is an input of the compiled function, so trying
-            many alphas compiles once.
-        length_penalty_rule: `"gnmt"` (default) or `"transformers"`, see above.
+        jit_compile: `None` (default): eager callers on TensorFlow and JAX run an XLA-compiled function (cached
+            per model and settings; the length penalty is one of its inputs, so many alphas compile once), traced
+            callers and PyTorch the plain one. `True` always compiles (eager inputs only), `False` never.
+        length_penalty_rule: `"gnmt"` (default) or `"transformers"` (see the module's documentation).
         force_end: bool. At the last position (`max_length`) only `end_id` may come, at no cost, as with
             transformers' `forced_eos_token_id` (Marian checkpoints set it).
 
