@@ -309,21 +309,9 @@ def load_history(path):
     return records_to_history(read_records(path))
 
 
-def make_callbacks(
-    output_dir,
-    patience=None,
-    tensorboard=True,
-    backup=True,
-    monitor="val_loss",
-    backup_freq="epoch",
-    history=True,
-    max_minutes=None,
-    cosine_schedule=None,
-    steps_per_epoch=None,
-    max_epochs=None,
-    resume_epoch=None,
-    checkpoints=True,
-):
+def make_callbacks(output_dir, patience=None, tensorboard=True, backup=True, monitor="val_loss", backup_freq="epoch",
+                   history=True, max_minutes=None, cosine_schedule=None, steps_per_epoch=None, max_epochs=None,
+                   resume_epoch=None, checkpoints=True):
     """The callbacks of a training run, all writing under `output_dir`.
 
     * `best.keras`: the best model by `monitor` (`"loss"` when there is no validation data);
@@ -381,32 +369,31 @@ def make_callbacks(
         # First, so that the restored state is in place before any other callback's on_train_begin.
         callbacks.append(keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq=backup_freq))
     if checkpoints:
-        callbacks.append(
-            BestModelCheckpoint(
-                os.path.join(output_dir, "best.keras"), monitor=monitor, initial_value_threshold=best_so_far
-            )
-        )
+        callbacks.append(BestModelCheckpoint(os.path.join(output_dir, "best.keras"), monitor=monitor,
+                                             initial_value_threshold=best_so_far))
         callbacks.append(LastModelCheckpoint(os.path.join(output_dir, "last.keras")))
     if history:
-        callbacks.append(
-            HistoryLogger(history_path, os.path.join(output_dir, "history.csv"), resume_epoch=resume_epoch)
-        )
+        callbacks.append(HistoryLogger(history_path, os.path.join(output_dir, "history.csv"),
+                                       resume_epoch=resume_epoch))
     if tensorboard:
         callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs")))
     if patience is not None:
-        callbacks.append(
-            keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience), restore_best_weights=True)
-        )
+        callbacks.append(keras.callbacks.EarlyStopping(monitor=monitor, patience=int(patience),
+                                                       restore_best_weights=True))
     if max_minutes is not None:
-        records = [r for r in read_records(history_path) if r["epoch"] <= resume_epoch] if resume_epoch else []
-        budget = TimeBudget(float(max_minutes) * 60.0,
-                            past_epoch_seconds=[float(r.get("epoch_seconds", 0.0)) for r in records])
-        callbacks.append(budget)
-        if cosine_schedule is not None:
-            if not steps_per_epoch or not max_epochs:
-                raise ValueError("cosine_schedule needs steps_per_epoch and max_epochs.")
-            callbacks.append(FitCosineToBudget(
-                cosine_schedule, steps_per_epoch, budget, max_epochs,
-                resume_learning_rate=records[-1].get("learning_rate") if records else None,
-            ))
+        callbacks += _budget_callbacks(history_path, resume_epoch, max_minutes, cosine_schedule, steps_per_epoch,
+                                       max_epochs)
     return callbacks
+
+
+def _budget_callbacks(history_path, resume_epoch, max_minutes, cosine_schedule, steps_per_epoch, max_epochs):
+    """`TimeBudget` (counting the epochs logged before a resume), and `FitCosineToBudget` with a cosine schedule."""
+    records = [r for r in read_records(history_path) if r["epoch"] <= resume_epoch] if resume_epoch else []
+    budget = TimeBudget(float(max_minutes) * 60.0,
+                        past_epoch_seconds=[float(r.get("epoch_seconds", 0.0)) for r in records])
+    if cosine_schedule is None:
+        return [budget]
+    if not steps_per_epoch or not max_epochs:
+        raise ValueError("cosine_schedule needs steps_per_epoch and max_epochs.")
+    return [budget, FitCosineToBudget(cosine_schedule, steps_per_epoch, budget, max_epochs,
+                                      resume_learning_rate=records[-1].get("learning_rate") if records else None)]

@@ -73,47 +73,32 @@ def compile_model(model, model_config, training_config, schedule, jit_compile=Tr
     return model
 
 
-def train(
-    train_data,
-    output_dir,
-    val_data=None,
-    model_settings=None,
-    training_settings=None,
-    verbose=1,
-    distribution=None,
-    callbacks=None,
-    overwrite=False,
-    init_from=None,
-):
+def train(train_data, output_dir, val_data=None, model_settings=None, training_settings=None, verbose=1,
+          distribution=None, callbacks=None, overwrite=False, init_from=None):
     """Train tokenizers and a Transformer on a parallel corpus and write a run directory.
 
-    Re-running the same call on the same `output_dir` after an interruption resumes from the last checkpoint
-    (`keras_transformer.runs`): the saved tokenizers, the weights and optimizer state, and the position in the
-    data (the epoch and the batch within it; checkpoints are written at each epoch end and, with
-    `checkpoint_every`, every that many batches).
+    Re-running the same call on the same `output_dir` after an interruption resumes from the last checkpoint (each
+    epoch end, and every `checkpoint_every` batches): tokenizers, weights, optimizer state and data position.
 
     Args:
-        train_data: a `CorpusScan` of files (`keras_transformer.data.streaming.scan_corpus`: streamed, memory
-            bounded whatever the corpus size), a `ParallelCorpus`, `(sources, targets)` lists or a
-            `tf.data.Dataset` of string pairs.
+        train_data: a `CorpusScan` of files (`scan_corpus`: streamed, bounded memory), a `ParallelCorpus`,
+            `(sources, targets)` lists or a `tf.data.Dataset` of string pairs.
         output_dir: the run directory (created).
         val_data: optional validation pairs in the same forms.
         model_settings: dict of `TransformerConfig` fields (vocabulary sizes come from the tokenizers).
-        training_settings: dict of `TrainingConfig` fields.
+        training_settings: a `TrainingConfig`, or a dict of some of its fields.
         verbose: 0 quiet, 1 progress bars and summaries, 2 one line per epoch.
         distribution: a `DistributionConfig` (several devices or hosts); `None` trains on one device.
         callbacks: extra Keras callbacks, called after the run's own (checkpoints, history, budget).
-        overwrite: train from scratch even where `output_dir` holds a finished or started run (its files are
-            removed first). Without it a finished run is refused, and a started one resumes.
-        init_from: fine-tune from this finished run directory: start from its weights, keep its tokenizers and
-            model settings (only dropout rates may differ) and use the fine-tuning schedule's defaults
-            (`keras_transformer.training.fine_tuning`). `config.json` records it; a resume continues from
-            `output_dir`'s own checkpoint.
+        overwrite: train from scratch where `output_dir` holds a finished or started run (its files are removed
+            first); without it a finished run is refused, and a started one resumes.
+        init_from: fine-tune this finished run directory: its weights, tokenizers and model settings (only dropout
+            rates may differ), with the fine-tuning schedule's defaults (`keras_transformer.training.fine_tuning`).
 
     Raises:
         SettingError: a setting outside what is allowed (before any work starts).
-        RunDirectoryError: an `output_dir` that is a file or something else's directory, a finished run without
-            `overwrite`, or a started run with other settings.
+        RunDirectoryError: an `output_dir` that is not a run's, a finished run without `overwrite`, or a started
+            run with other settings.
         TrainingDivergedError: the loss became NaN or infinite; the last good checkpoint is kept.
 
     Returns:
@@ -166,24 +151,32 @@ def train(
         if verbose:
             _describe_start(model, model_config, training_config, state)
 
-        callback_dir = _callback_dir(scratch, output_dir, writer)
-        checkpoint = ResumableCheckpoint(callback_dir, data.position, every_steps=training_config.checkpoint_every,
-                                         resume_state=state, pass_steps=data.pass_steps,
-                                         epoch_steps=data.steps if data.exact else None)
-        final = _final_weights(callback_dir, output_dir, data, training_config, state)
-        run_callbacks = _run_callbacks(callback_dir, checkpoint, final, schedule, data, training_config, state,
-                                       list(callbacks or []))
-        start = time.time()
-        try:
-            _fit(model, data, run_callbacks, final, state, training_config, verbose)
-        except TrainingDivergedError as error:
-            raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
-        final.finish(model, verbose)
-        elapsed = time.time() - start
-        _save_final_model(model, callback_dir, output_dir, writer)
-        if verbose:
-            print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/{MODEL_FILE}, tokenizers/, config.json, history.*")
-        return Run(model, *tokenizers, model_config, training_config, output_dir)
+        return _fit_and_save(model, schedule, state, scratch, output_dir, writer, model_config, training_config,
+                             tokenizers, data, callbacks, verbose)
+
+
+def _fit_and_save(model, schedule, state, scratch, output_dir, writer, model_config, training_config, tokenizers,
+                  data, callbacks, verbose):
+    """Fits `model` with the run's callbacks (checkpoints, history, budget, the final weights), then writes
+    `model.keras`; returns the `Run`."""
+    callback_dir = _callback_dir(scratch, output_dir, writer)
+    checkpoint = ResumableCheckpoint(callback_dir, data.position, every_steps=training_config.checkpoint_every,
+                                     resume_state=state, pass_steps=data.pass_steps,
+                                     epoch_steps=data.steps if data.exact else None)
+    final = _final_weights(callback_dir, output_dir, data, training_config, state)
+    run_callbacks = _run_callbacks(callback_dir, checkpoint, final, schedule, data, training_config, state,
+                                   list(callbacks or []))
+    start = time.time()
+    try:
+        _fit(model, data, run_callbacks, final, state, training_config, verbose)
+    except TrainingDivergedError as error:
+        raise TrainingDivergedError(_diverged_message(error, output_dir, checkpoint)) from None
+    final.finish(model, verbose)
+    elapsed = time.time() - start
+    _save_final_model(model, callback_dir, output_dir, writer)
+    if verbose:
+        print(f"Trained in {elapsed:.0f} s; wrote {output_dir}/{MODEL_FILE}, tokenizers/, config.json, history.*")
+    return Run(model, *tokenizers, model_config, training_config, output_dir)
 
 
 def _checked_settings(model_settings, training_settings, distribution, init_from, output_dir):
@@ -193,6 +186,12 @@ def _checked_settings(model_settings, training_settings, distribution, init_from
     run's model settings and the fine-tuning schedule's defaults.
     """
     model_settings_in = model_settings
+    if isinstance(training_settings, TrainingConfig):  # as the dict of the fields it sets away from the defaults
+        if init_from is None:
+            init_from = training_settings.init_from
+        training_settings = {field.name: getattr(training_settings, field.name)
+                             for field in dataclasses.fields(TrainingConfig) if field.name != "init_from"
+                             and getattr(training_settings, field.name) != field.default}
     model_settings, checked_training = check_settings({**(model_settings or {}), **(training_settings or {})})
     if init_from is not None:
         init_from = os.path.abspath(init_from)
