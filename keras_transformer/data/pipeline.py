@@ -33,23 +33,9 @@ def _bucket_boundaries(max_length, step):
     return boundaries
 
 
-def make_dataset(
-    data,
-    source_tokenizer,
-    target_tokenizer,
-    batch_size=64,
-    max_length=64,
-    shuffle=True,
-    bucket=True,
-    cache=True,
-    shuffle_buffer=None,
-    seed=None,
-    pad_to_multiple=8,
-    same_length=False,
-    token_budget=None,
-    drop_remainder=False,
-    tokenize_batch_size=1024,
-):
+def make_dataset(data, source_tokenizer, target_tokenizer, batch_size=64, max_length=64, shuffle=True, bucket=True,
+                 cache=True, shuffle_buffer=None, seed=None, pad_to_multiple=8, same_length=False, token_budget=None,
+                 drop_remainder=False, tokenize_batch_size=1024):
     """Builds the training/evaluation `tf.data.Dataset` from sentence pairs.
 
     Args:
@@ -93,20 +79,7 @@ def make_dataset(
         raise ValueError(f"max_length must be at least 3 ([START] token [END]), got {max_length}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if isinstance(data, tf.data.Dataset):
-        pairs = data.filter(
-            lambda source, target: tf.logical_and(
-                tf.strings.length(tf.strings.strip(source)) > 0, tf.strings.length(tf.strings.strip(target)) > 0
-            )
-        )
-        num_pairs = None
-    else:
-        corpus = data if isinstance(data, ParallelCorpus) else as_corpus(data)
-        if not len(corpus):
-            raise ValueError(f"{corpus.name}: no sentence pairs to build a dataset from")
-        pairs = corpus.to_dataset()
-        num_pairs = len(corpus)
-
+    pairs, num_pairs = _string_pairs(data)
     dataset = _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size)
     if cache:
         dataset = dataset.cache(cache if isinstance(cache, str) else "")
@@ -117,6 +90,18 @@ def make_dataset(
     dataset = _batch(dataset, batch_size, max_length, bucket, token_budget, pad_to_multiple, same_length,
                      drop_remainder)
     return dataset.prefetch(AUTOTUNE)
+
+
+def _string_pairs(data):
+    """`(dataset of (source, target) strings, number of pairs or None for a stream)`; a stream's pairs with a
+    blank side are filtered out, an empty corpus is refused."""
+    if isinstance(data, tf.data.Dataset):
+        return data.filter(lambda source, target: tf.logical_and(
+            tf.strings.length(tf.strings.strip(source)) > 0, tf.strings.length(tf.strings.strip(target)) > 0)), None
+    corpus = data if isinstance(data, ParallelCorpus) else as_corpus(data)
+    if not len(corpus):
+        raise ValueError(f"{corpus.name}: no sentence pairs to build a dataset from")
+    return corpus.to_dataset(), len(corpus)
 
 
 def _tokenize(pairs, source_tokenizer, target_tokenizer, max_length, tokenize_batch_size=1024):
@@ -214,34 +199,18 @@ class DataPosition:
         self.skip.assign(int(skip))
 
 
-def make_epoch_dataset(
-    pairs_fn,
-    source_tokenizer,
-    target_tokenizer,
-    position=None,
-    seed=0,
-    shuffle=True,
-    shuffle_buffer=100_000,
-    batch_size=64,
-    max_length=64,
-    bucket=True,
-    token_budget=None,
-    pad_to_multiple=8,
-    same_length=False,
-    drop_remainder=False,
-    shard=None,
-    tokenize_batch_size=1024,
-    endless=False,
-):
+def make_epoch_dataset(pairs_fn, source_tokenizer, target_tokenizer, position=None, seed=0, shuffle=True,
+                       shuffle_buffer=100_000, batch_size=64, max_length=64, bucket=True, token_budget=None,
+                       pad_to_multiple=8, same_length=False, drop_remainder=False, shard=None,
+                       tokenize_batch_size=1024, endless=False):
     """The training batches of one epoch, streamed: memory bounded by `shuffle_buffer`, whatever the corpus size.
 
     Each iterator reads `position` (a `DataPosition`): the epoch's seed is `seed * 1000003 + epoch`, which
     shuffles the shard order (`pairs_fn` gets it) and the pairs (`block_shuffle`, in blocks of `shuffle_buffer`
-    untokenized pairs); then
-    the pairs are tokenized in the graph, bucketed and padded as `make_dataset` does, and the first
-    `position.skip` batches are skipped. Every run with the same seed sees the same batches in the same order, so
-    a run resumed at `(epoch, skip)` continues exactly where it stopped, and the processes of a multi-host run
-    (which each run this pipeline) agree on every batch.
+    untokenized pairs); then the pairs are tokenized in the graph, bucketed and padded as `make_dataset` does,
+    and the first `position.skip` batches are skipped. Every run with the same seed sees the same batches in the
+    same order, so a run resumed at `(epoch, skip)` continues exactly where it stopped, and the processes of a
+    multi-host run (which each run this pipeline) agree on every batch.
 
     Args:
         pairs_fn: `pairs_fn(seed)` -> a `tf.data.Dataset` of `(source, target)` string pairs for one pass

@@ -164,9 +164,8 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
         )
     if sample_size < 1:
         raise ValueError(f"sample_size must be at least 1, got {sample_size}")
-    rng = random.Random(seed)
-    sample_src, sample_tgt = [], []
-    pairs = dropped_empty = dropped_long = kept = long_lines = 0
+    sample = _Reservoir(sample_size, seed)
+    pairs = dropped_empty = dropped_long = long_lines = 0
     progbar = None
     if verbose:
         import keras
@@ -175,38 +174,22 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
     for src_path, tgt_path in zip(src_files, tgt_files):
         shard_lines = 0
         try:
-            with open_text_file(src_path) as fs, open_text_file(tgt_path) as ft:
-                for source, target in itertools.zip_longest(bounded_lines(fs), bounded_lines(ft), fillvalue=_END):
-                    shard_lines += 1
-                    if source is _END or target is _END:
-                        short, long_ = (src_path, tgt_path) if source is _END else (tgt_path, src_path)
-                        raise CorpusError(
-                            f"{short}:{shard_lines}: file ends after {shard_lines - 1:,} lines, but {long_} has "
-                            "more; expected the same number of lines in both files (one sentence per line, aligned)"
-                        )
-                    if source is None or target is None:  # a line over MAX_LINE_BYTES, never read whole
-                        long_lines += (source is None) + (target is None)
-                        dropped_long += 1
-                        continue
-                    source, target = clean_line(source), clean_line(target)
-                    text_source = decode_line(source, src_path, shard_lines)
-                    text_target = decode_line(target, tgt_path, shard_lines)
-                    if not source or not target:
-                        dropped_empty += 1
-                    elif max_words is not None and (len(source.split()) > max_words or len(target.split()) > max_words):
-                        dropped_long += 1
-                    else:
-                        if kept < sample_size:
-                            sample_src.append(text_source)
-                            sample_tgt.append(text_target)
-                        else:
-                            slot = rng.randrange(kept + 1)
-                            if slot < sample_size:
-                                sample_src[slot] = text_source
-                                sample_tgt[slot] = text_target
-                        kept += 1
-                    if progbar is not None and shard_lines % 100_000 == 0:
-                        progbar.update(pairs + shard_lines)
+            for shard_lines, source, target in _aligned_lines(src_path, tgt_path):
+                if source is None or target is None:  # a line over MAX_LINE_BYTES, never read whole
+                    long_lines += (source is None) + (target is None)
+                    dropped_long += 1
+                    continue
+                source, target = clean_line(source), clean_line(target)
+                text_source = decode_line(source, src_path, shard_lines)
+                text_target = decode_line(target, tgt_path, shard_lines)
+                if not source or not target:
+                    dropped_empty += 1
+                elif max_words is not None and (len(source.split()) > max_words or len(target.split()) > max_words):
+                    dropped_long += 1
+                else:
+                    sample.add(text_source, text_target)
+                if progbar is not None and shard_lines % 100_000 == 0:
+                    progbar.update(pairs + shard_lines)
         except (OSError, EOFError) as error:
             if isinstance(error, FileNotFoundError):
                 raise CorpusError(f"{error.filename}: no such file") from None
@@ -216,10 +199,43 @@ def scan_corpus(src, tgt, sample_size=200_000, max_words=None, seed=0, verbose=0
         pairs += shard_lines
     if progbar is not None:
         progbar.update(pairs, finalize=True)
-    if not kept:
+    if not sample.seen:
         raise CorpusError(f"{src_files[0]}: no sentence pair with text on both sides")
-    sample = ParallelCorpus(sample_src, sample_tgt, name=f"sample of {kept:,} pairs")
-    return CorpusScan(src_files, tgt_files, pairs, dropped_empty, dropped_long, sample, max_words, long_lines)
+    corpus = ParallelCorpus(sample.sources, sample.targets, name=f"sample of {sample.seen:,} pairs")
+    return CorpusScan(src_files, tgt_files, pairs, dropped_empty, dropped_long, corpus, max_words, long_lines)
+
+
+def _aligned_lines(src_path, tgt_path):
+    """`(line number, source, target)` of one shard, as bytes (`None`: a line over `MAX_LINE_BYTES`, never read
+    whole); a `CorpusError` names the file that ends first."""
+    with open_text_file(src_path) as fs, open_text_file(tgt_path) as ft:
+        lines = itertools.zip_longest(bounded_lines(fs), bounded_lines(ft), fillvalue=_END)
+        for number, (source, target) in enumerate(lines, 1):
+            if source is _END or target is _END:
+                short, long_ = (src_path, tgt_path) if source is _END else (tgt_path, src_path)
+                raise CorpusError(
+                    f"{short}:{number}: file ends after {number - 1:,} lines, but {long_} has "
+                    "more; expected the same number of lines in both files (one sentence per line, aligned)"
+                )
+            yield number, source, target
+
+
+class _Reservoir:
+    """A uniform random sample of at most `size` pairs of a stream of unknown length (reservoir sampling)."""
+
+    def __init__(self, size, seed):
+        self.size, self.rng = size, random.Random(seed)
+        self.sources, self.targets, self.seen = [], [], 0
+
+    def add(self, source, target):
+        if self.seen < self.size:
+            self.sources.append(source)
+            self.targets.append(target)
+        else:
+            slot = self.rng.randrange(self.seen + 1)
+            if slot < self.size:
+                self.sources[slot], self.targets[slot] = source, target
+        self.seen += 1
 
 
 def file_pairs(src_files, tgt_files, seed=None, parallel_reads=8, max_words=None, bounded=False):

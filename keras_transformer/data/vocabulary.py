@@ -69,6 +69,45 @@ def learn_wordpiece_vocabulary(word_counts, vocab_size, reserved_tokens, lower_t
     return best if best is not None else smallest
 
 
+def _token_offsets(tokenizer, texts, batch_size, verbose):
+    """`(ids, row index, start offsets, end offsets)` of every token of `texts`, flat int64 arrays."""
+    parts = []  # (values, row index, starts, ends) per batch
+    progbar = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="line") if verbose else None
+    for begin in range(0, len(texts), batch_size):
+        batch = tf.constant(texts[begin : begin + batch_size], tf.string)
+        ids, starts, ends = tokenizer.tokenize_with_offsets(batch)
+        rows = ids.value_rowids().numpy() + begin
+        parts.append((ids.flat_values.numpy(), rows, starts.flat_values.numpy(), ends.flat_values.numpy()))
+        if progbar is not None:
+            progbar.update(min(begin + batch_size, len(texts)))
+    if not parts:
+        return (np.zeros(0, np.int64),) * 4
+    values, rows, starts, ends = (np.concatenate(columns) for columns in zip(*parts))
+    return values.astype(np.int64), rows, starts, ends
+
+
+def _share(selected, flag, valid):
+    """The fraction of the `valid` positions among `selected` where `flag` is set (0 with none)."""
+    selected = selected[valid[selected]]
+    return flag[selected].mean() if selected.size else 0.0
+
+
+def _opening_and_closing(values, rows, token_id, min_count):
+    """The positions of `token_id`'s odd (opening) and even (closing) occurrences within each row, or `None`
+    when either has fewer than `min_count`."""
+    positions = np.flatnonzero(values == token_id)
+    if positions.size < 2 * min_count:
+        return None
+    token_rows = rows[positions]
+    group_start = np.r_[0, np.flatnonzero(token_rows[1:] != token_rows[:-1]) + 1]
+    group_sizes = np.diff(np.r_[group_start, positions.size])
+    rank = np.arange(positions.size) - np.repeat(group_start, group_sizes)
+    opening, closing = positions[rank % 2 == 0], positions[rank % 2 == 1]
+    if opening.size < min_count or closing.size < min_count:
+        return None
+    return opening, closing
+
+
 def learn_attachment(tokenizer, texts, batch_size=1024, punctuation_only=True, min_count=5, verbose=0):
     """Learns a tokenizer's detokenization flags from `texts` by majority vote.
 
@@ -104,21 +143,7 @@ def learn_attachment(tokenizer, texts, batch_size=1024, punctuation_only=True, m
         candidate = ~is_suffix
     candidate[: len(RESERVED_TOKENS)] = False
 
-    parts = []  # (values, row index, starts, ends) per batch
-    progbar = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="line") if verbose else None
-    for begin in range(0, len(texts), batch_size):
-        batch = tf.constant(texts[begin : begin + batch_size], tf.string)
-        ids, starts, ends = tokenizer.tokenize_with_offsets(batch)
-        rows = ids.value_rowids().numpy() + begin
-        parts.append((ids.flat_values.numpy(), rows, starts.flat_values.numpy(), ends.flat_values.numpy()))
-        if progbar is not None:
-            progbar.update(min(begin + batch_size, len(texts)))
-    if parts:
-        values, rows, starts, ends = (np.concatenate(columns) for columns in zip(*parts))
-    else:
-        values = rows = starts = ends = np.zeros(0, np.int64)
-    values = values.astype(np.int64)
-
+    values, rows, starts, ends = _token_offsets(tokenizer, texts, batch_size, verbose)
     # Position i > 0 is a word boundary when i and i - 1 share a row and i starts a word.
     has_previous = np.zeros(values.size, bool)
     has_previous[1:] = rows[1:] == rows[:-1]
@@ -141,27 +166,15 @@ def learn_attachment(tokenizer, texts, batch_size=1024, punctuation_only=True, m
     effective_left = attach_left[values] & boundary
     paired = np.zeros(size, bool)
     for token_id in np.flatnonzero(candidate):
-        positions = np.flatnonzero(values == token_id)
-        if positions.size < 2 * min_count:
+        marks = _opening_and_closing(values, rows, token_id, min_count)
+        if marks is None:
             continue
-        token_rows = rows[positions]
-        group_start = np.r_[0, np.flatnonzero(token_rows[1:] != token_rows[:-1]) + 1]
-        group_sizes = np.diff(np.r_[group_start, positions.size])
-        rank = np.arange(positions.size) - np.repeat(group_start, group_sizes)
-        opening = positions[rank % 2 == 0]
-        closing = positions[rank % 2 == 1]
-        if opening.size < min_count or closing.size < min_count:
-            continue
-
-        def share(selected, flag, valid):
-            selected = selected[valid[selected]]
-            return flag[selected].mean() if selected.size else 0.0
-
+        opening, closing = marks
         if (
-            share(opening, attached_after, has_next) > 0.5
-            and share(opening, attached_before, boundary) <= 0.5
-            and share(closing, attached_before, boundary) > 0.5
-            and share(closing, attached_after, has_next) <= 0.5
+            _share(opening, attached_after, has_next) > 0.5
+            and _share(opening, attached_before, boundary) <= 0.5
+            and _share(closing, attached_before, boundary) > 0.5
+            and _share(closing, attached_after, has_next) <= 0.5
         ):
             paired[token_id] = True
             effective_left[closing] = boundary[closing]

@@ -172,7 +172,6 @@ class _BeamLoop:
         self.end_only = ops.where(ops.equal(ops.arange(vocab, dtype="int32"), end_id), 0.0, loop_ops.NEG)[None]
         self.zero = ops.zeros((), dtype="int32")
         self.row_index = ops.expand_dims(ops.arange(self.batch_size, dtype="int32"), 1)  # [B, 1]
-        self.first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
         # alpha per row, [B, 1]: a Python float, a scalar or a [B] tensor (the compiled path passes it as an input,
         # so one compiled loop serves every alpha `keras-transformer tune` tries).
         self.alpha = ops.reshape(ops.cast(length_penalty, "float32") * ops.ones((self.batch_size,), "float32"),
@@ -200,11 +199,6 @@ class _BeamLoop:
             self.parts.empty_self_attention_caches(b * k, length),
         )
 
-    def gather_rows(self, sequences, index, width):
-        """`sequences [B, width, L]`, `index [B, n]` -> `[B, n, L]`: each row's chosen entries."""
-        flat = ops.reshape(sequences, (-1, self.max_length))
-        return ops.take(flat, index + self.row_index * width, axis=0)
-
     def cond(self, step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
         running = ops.less(step, self.max_length)
         if self.stop_early:
@@ -228,56 +222,84 @@ class _BeamLoop:
         return log_probs
 
     def body(self, step, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches):
-        k, vocab = self.k, self.vocab
         logits, caches = self.parts.decode_step(
             ops.expand_dims(last, 1), step, caches, self.cross_caches, self.padding_mask
         )
-        totals = ops.reshape(self.log_probs(logits, step), (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
-        # 2k candidates: even if k of them end here, k can stay alive.
-        top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
-        top_index = ops.cast(top_index, "int32")
-        top_beam = ops.floor_divide(top_index, vocab)
-        top_token = ops.mod(top_index, vocab)
-        cand_seq = self.gather_rows(alive_seq, top_beam, k)  # [B, 2k, L]
-        cand_seq = ops.slice_update(cand_seq, (self.zero, self.zero, step), ops.expand_dims(top_token, 2))
-
-        # Finished: candidates among the k best that end (all of them at the last position);
-        # rows already done take no more.
-        is_end = ops.equal(top_token, self.end_id)
-        ends = ops.logical_or(is_end, ops.equal(step, self.max_length - 1))
-        new_flag = ops.logical_and(ops.logical_and(self.first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
-        new_flag = ops.logical_and(new_flag, ops.greater(top_logp, loop_ops.NEG / 2))
-        penalty = length_penalty_divisor(step + 1, self.alpha, self.rule)  # [B, 1]
-        new_score = ops.where(new_flag, top_logp / penalty, loop_ops.NEG)
-        fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
-        keep = ops.cast(keep, "int32")
-        fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
-        fin_seq = self.gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
-
-        # Alive: the k best candidates that did not end.
-        alive_logp, keep = ops.top_k(ops.where(is_end, loop_ops.NEG, top_logp), k)
-        keep = ops.cast(keep, "int32")
-        alive_seq = self.gather_rows(cand_seq, keep, 2 * k)
-        last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
-        parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + self.row_index * k, (-1,))
+        last, parents, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, penalty = select_beams(
+            self.log_probs(logits, step), step, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, done,
+            self.end_id, self.alpha, self.rule, self.row_index)
         caches = keras.tree.map_structure(lambda c: ops.take(c, parents, axis=0), caches)  # one gather per tensor
-        done = ops.logical_or(done, self.rows_done(alive_logp, fin_score, fin_flag, penalty))
+        done = ops.logical_or(done, rows_done(alive_logp, fin_score, fin_flag, penalty, self.rule,
+                                              self.num_hypotheses, self.longest_penalty))
         return step + 1, last, alive_seq, alive_logp, fin_seq, fin_score, fin_flag, done, caches
 
-    def rows_done(self, alive_logp, fin_score, fin_flag, penalty):
-        """`[B]`: the rows whose finished hypotheses no alive beam can change any more."""
-        full = ops.all(fin_flag, axis=1)
-        if self.rule == "gnmt":
-            # A row is done when k hypotheses have ended, or when its best finished score beats
-            # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
-            # (With n-best, the n-th best finished score must be out of reach.)
-            n = self.num_hypotheses - 1
-            unbeatable = ops.logical_and(fin_flag[:, n], fin_score[:, n] >= alive_logp[:, 0] / self.longest_penalty)
-            return ops.logical_or(full, unbeatable)
-        # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
-        # beam, scored at its present length, does not beat the worst of them.
-        settled = ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, self.k - 1])
-        return ops.logical_and(full, settled)
+
+def select_beams(log_probs, positions, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, done, end_id, alpha,
+                 rule, row_index):
+    """One beam-search step of `G` groups of `k` beams, from the next-token `log_probs` `[G*k, V]`.
+
+    Takes the `2k` best continuations, moves those among the `k` best that end (all of them at the last position)
+    to the finished hypotheses of the groups not `done`, and keeps the `k` best others alive. `positions` is the
+    step (a scalar) or each group's own position (`[G, 1]`), `alpha` `[G, 1]`, `row_index` `[G, 1]` the group
+    numbers. Returns `(last [G*k], parents [G*k], alive_logp, alive_seq, fin_seq, fin_score, fin_flag,
+    penalty [G, 1])`: `parents` are the rows whose caches the new beams continue.
+    """
+    k, max_length = alive_logp.shape[1], alive_seq.shape[2]
+    vocab = log_probs.shape[-1]
+    totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
+    # 2k candidates: even if k of them end here, k can stay alive.
+    top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
+    top_index = ops.cast(top_index, "int32")
+    top_beam, top_token = ops.floor_divide(top_index, vocab), ops.mod(top_index, vocab)
+
+    def gather_rows(sequences, index, width):
+        """`sequences [G, width, L]`, `index [G, n]` -> `[G, n, L]`: each group's chosen entries."""
+        return ops.take(ops.reshape(sequences, (-1, max_length)), index + row_index * width, axis=0)
+
+    cand_seq = gather_rows(alive_seq, top_beam, k)  # [G, 2k, L]
+    if len(positions.shape) == 0:
+        zero = ops.zeros((), "int32")
+        cand_seq = ops.slice_update(cand_seq, (zero, zero, positions), ops.expand_dims(top_token, 2))
+    else:
+        places = ops.arange(max_length, dtype="int32")[None, None]
+        cand_seq = ops.where(ops.equal(places, positions[:, :, None]), top_token[:, :, None], cand_seq)
+
+    # Finished: candidates among the k best that end; groups already done take no more.
+    is_end = ops.equal(top_token, end_id)
+    ends = ops.logical_or(is_end, ops.equal(positions, max_length - 1))
+    first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
+    new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.expand_dims(ops.logical_not(done), 1))
+    new_flag = ops.logical_and(new_flag, ops.greater(top_logp, loop_ops.NEG / 2))
+    penalty = length_penalty_divisor(positions + 1, alpha, rule)  # [G, 1]
+    new_score = ops.where(new_flag, top_logp / penalty, loop_ops.NEG)
+    fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
+    keep = ops.cast(keep, "int32")
+    fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
+    fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
+
+    # Alive: the k best candidates that did not end.
+    alive_logp, keep = ops.top_k(ops.where(is_end, loop_ops.NEG, top_logp), k)
+    keep = ops.cast(keep, "int32")
+    alive_seq = gather_rows(cand_seq, keep, 2 * k)
+    last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
+    parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + row_index * k, (-1,))
+    return last, parents, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, penalty
+
+
+def rows_done(alive_logp, fin_score, fin_flag, penalty, rule, num_hypotheses, longest_penalty):
+    """`[G]`: the groups whose `num_hypotheses` best finished hypotheses no alive beam can change any more."""
+    full = ops.all(fin_flag, axis=1)
+    if rule == "gnmt":
+        # A group is done when k hypotheses have ended, or when its best finished score beats
+        # what the best alive beam could still reach (log-probs only fall; penalty <= longest).
+        # (With n-best, the n-th best finished score must be out of reach.)
+        n = num_hypotheses - 1
+        unbeatable = ops.logical_and(fin_flag[:, n], fin_score[:, n] >= alive_logp[:, 0] / longest_penalty)
+        return ops.logical_or(full, unbeatable)
+    # transformers' rule (`early_stopping=False`): done once k hypotheses have ended and the best alive
+    # beam, scored at its present length, does not beat the worst of them.
+    settled = ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, -1])
+    return ops.logical_and(full, settled)
 
 
 def _beam_search_alpha_input(parts, encoder_inputs, length_penalty, max_length, start_id, end_id, beam_size,

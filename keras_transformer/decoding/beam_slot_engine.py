@@ -17,8 +17,9 @@ from keras import ops
 from keras_transformer.decoding import arguments
 from keras_transformer.decoding import loop_ops
 from keras_transformer.decoding.beam_search import gnmt_length_penalty
-from keras_transformer.decoding.beam_search import length_penalty_divisor
 from keras_transformer.decoding.beam_search import log_prob_biases
+from keras_transformer.decoding.beam_search import rows_done
+from keras_transformer.decoding.beam_search import select_beams
 from keras_transformer.decoding.in_place import compile_in_place
 from keras_transformer.decoding.in_place import state_holder
 from keras_transformer.decoding.samplers import BeamSampler
@@ -85,9 +86,6 @@ class BeamSlotEngine(SlotEngine):
         bias, bias_after = log_prob_biases(vocab, start_id, rule)
         vocab_ids = ops.arange(vocab, dtype="int32")[None]
         end_only = ops.where(ops.equal(vocab_ids, end_id), 0.0, loop_ops.NEG)
-        first_ranks = ops.less(ops.arange(2 * k, dtype="int32"), k)[None]  # [1, 2k]
-        first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, loop_ops.NEG)[None]
-        places = ops.arange(length, dtype="int32")[None, None]
 
         def step(self_caches, cross_caches, source_mask, state, rows, alphas, invariant, sources, slot_ids):
             # `rows` [groups, 4 + steps]: each group's position, whether it is free (1), new (1), how many groups
@@ -106,22 +104,12 @@ class BeamSlotEngine(SlotEngine):
                 state = [state[0][:active]] + [s[:groups] for s in state[1:]]
             else:
                 step_cross, step_mask = cross_caches, source_mask
-            last, alive_logp, alive_seq, fin_seq, fin_score, fin_flag = state
-            # A new group starts as `beam_search` starts a row: one live beam, nothing finished.
-            last = ops.where(ops.repeat(fresh, k), start_id, last)
-            alive_logp = ops.where(fresh[:, None], first_beam, alive_logp)
-            alive_seq = ops.where(fresh[:, None, None], 0, alive_seq)
-            fin_seq = ops.where(fresh[:, None, None], 0, fin_seq)
-            fin_score = ops.where(fresh[:, None], loop_ops.NEG, fin_score)
-            fin_flag = ops.logical_and(fin_flag, ops.logical_not(fresh[:, None]))
+            last, alive_logp, alive_seq, fin_seq, fin_score, fin_flag = _started_fresh(state, fresh, start_id)
             alpha = ops.expand_dims(alphas, 1)  # [groups, 1]
             longest_penalty = gnmt_length_penalty(length, alpha)[:, 0] if rule == "gnmt" else None
             group_index = ops.expand_dims(ops.arange(groups, dtype="int32"), 1)
             hoisted = parts.with_loop_invariants(invariant)
             started = done
-
-            def gather_rows(sequences, index, width):
-                return ops.take(ops.reshape(sequences, (-1, length)), index + group_index * width, axis=0)
 
             def cond(i, positions, done, last, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, caches):
                 ended = ops.sum(ops.cast(ops.logical_and(done, ops.logical_not(started)), "int32"))
@@ -142,38 +130,11 @@ class BeamSlotEngine(SlotEngine):
                                             ops.not_equal(vocab_ids, token_now[:, None]))
                 log_probs = ops.where(ruled_out, loop_ops.NEG,
                                       ops.where(ops.less(forced_now, 0)[:, None], 0.0, log_probs))
-                totals = ops.reshape(log_probs, (-1, k, vocab)) + ops.expand_dims(alive_logp, 2)
-                top_logp, top_index = ops.top_k(ops.reshape(totals, (-1, k * vocab)), 2 * k)
-                top_index = ops.cast(top_index, "int32")
-                top_beam, top_token = ops.floor_divide(top_index, vocab), ops.mod(top_index, vocab)
-                cand_seq = gather_rows(alive_seq, top_beam, k)  # [groups, 2k, L]
-                cand_seq = ops.where(ops.equal(places, positions[:, None, None]), top_token[:, :, None], cand_seq)
-
-                is_end = ops.equal(top_token, end_id)
-                ends = ops.logical_or(is_end, ops.equal(positions, length - 1)[:, None])
-                new_flag = ops.logical_and(ops.logical_and(first_ranks, ends), ops.logical_not(done)[:, None])
-                new_flag = ops.logical_and(new_flag, ops.greater(top_logp, loop_ops.NEG / 2))
-                penalty = length_penalty_divisor(positions[:, None] + 1, alpha, rule)  # [groups, 1]
-                new_score = ops.where(new_flag, top_logp / penalty, loop_ops.NEG)
-                fin_score, keep = ops.top_k(ops.concatenate([fin_score, new_score], axis=1), k)
-                keep = ops.cast(keep, "int32")
-                fin_flag = ops.take_along_axis(ops.concatenate([fin_flag, new_flag], axis=1), keep, axis=1)
-                fin_seq = gather_rows(ops.concatenate([fin_seq, cand_seq], axis=1), keep, 3 * k)
-
-                alive_logp, keep = ops.top_k(ops.where(is_end, loop_ops.NEG, top_logp), k)
-                keep = ops.cast(keep, "int32")
-                alive_seq = gather_rows(cand_seq, keep, 2 * k)
-                last = ops.reshape(ops.take_along_axis(top_token, keep, axis=1), (-1,))
-                parents = ops.reshape(ops.take_along_axis(top_beam, keep, axis=1) + group_index * k, (-1,))
+                last, parents, alive_logp, alive_seq, fin_seq, fin_score, fin_flag, penalty = select_beams(
+                    log_probs, positions[:, None], alive_logp, alive_seq, fin_seq, fin_score, fin_flag, done, end_id,
+                    alpha, rule, group_index)
                 caches = keras.tree.map_structure(lambda c: ops.take(c, parents, axis=0), caches)
-
-                full = ops.all(fin_flag, axis=1)
-                if rule == "gnmt":
-                    unbeatable = ops.logical_and(fin_flag[:, n - 1],
-                                                 fin_score[:, n - 1] >= alive_logp[:, 0] / longest_penalty)
-                    ended = ops.logical_or(full, unbeatable)
-                else:
-                    ended = ops.logical_and(full, ops.less_equal(alive_logp[:, 0] / penalty[:, 0], fin_score[:, k - 1]))
+                ended = rows_done(alive_logp, fin_score, fin_flag, penalty, rule, n, longest_penalty)
                 done = ops.logical_or(done, ops.logical_or(ended, ops.greater_equal(positions, length - 1)))
                 return (i + 1, ops.minimum(positions + 1, length - 1), done, last, alive_logp, alive_seq, fin_seq,
                         fin_score, fin_flag, caches)
@@ -229,6 +190,20 @@ class BeamSlotEngine(SlotEngine):
             self._end(request)
             finished.append(request)
         return finished
+
+
+def _started_fresh(state, fresh, start_id):
+    """The groups' search state, with each `fresh` group started as `beam_search` starts a row: one live beam
+    (its last token `start_id`), nothing finished."""
+    last, alive_logp, alive_seq, fin_seq, fin_score, fin_flag = state
+    k = alive_logp.shape[1]
+    first_beam = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, loop_ops.NEG)[None]
+    return (ops.where(ops.repeat(fresh, k), start_id, last),
+            ops.where(fresh[:, None], first_beam, alive_logp),
+            ops.where(fresh[:, None, None], 0, alive_seq),
+            ops.where(fresh[:, None, None], 0, fin_seq),
+            ops.where(fresh[:, None], loop_ops.NEG, fin_score),
+            ops.logical_and(fin_flag, ops.logical_not(fresh[:, None])))
 
 
 def _trimmed(row):

@@ -88,19 +88,8 @@ def sample_with_parts(
     )
 
 
-def sample_decode(
-    model,
-    encoder_inputs,
-    max_length,
-    start_id,
-    end_id,
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    seed=None,
-    stop_early=True,
-    jit_compile=None,
-):
+def sample_decode(model, encoder_inputs, max_length, start_id, end_id, temperature=1.0, top_k=None, top_p=None,
+                  seed=None, stop_early=True, jit_compile=None):
     """Random sampling, token by token with key/value caches: temperature, top-k, top-p.
 
     At each step the logits are divided by `temperature`; `top_k` keeps the `top_k` most likely

@@ -179,21 +179,8 @@ class MultiHeadAttention(keras.layers.Layer):
         k, v = _heads_first(k), _heads_first(v)
         return (k, v) if separate else ops.stack([k, v], axis=1)
 
-    def call(
-        self,
-        query,
-        value=None,
-        key=None,
-        query_mask=None,
-        value_mask=None,
-        key_mask=None,
-        attention_mask=None,
-        use_causal_mask=False,
-        cache=None,
-        cache_index=None,
-        return_attention_scores=False,
-        training=None,
-    ):
+    def call(self, query, value=None, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
+             use_causal_mask=False, cache=None, cache_index=None, return_attention_scores=False, training=None):
         if value is None and cache is None:
             raise ValueError("MultiHeadAttention needs `value` unless a cross-attention `cache` is given.")
         if cache is not None and cache_index is None and use_causal_mask:
@@ -222,27 +209,7 @@ class MultiHeadAttention(keras.layers.Layer):
             k, v = _cache_pair(cache)
             key_padding = value_mask
         else:
-            if self.value_dim != self.key_dim:
-                raise ValueError("A key/value cache needs `value_dim == key_dim`.")
-            key = value if key is None else key
-            new_k = self.project_key(key)
-            new_v = self.project_value(value)
-            if self.rotary is not None:
-                new_k = self.rotary(new_k, start_index=cache_index)
-            zero = ops.zeros((), dtype="int32")
-            index = ops.cast(cache_index, "int32")
-            if is_per_row(cache_index):
-                cache = self._write_per_row(cache, new_k, new_v, index)
-                k, v = _cache_pair(cache)
-            elif isinstance(cache, (tuple, list)):
-                start = (zero, zero, index, zero)
-                k = ops.slice_update(cache[0], start, ops.cast(_heads_first(new_k), cache[0].dtype))
-                v = ops.slice_update(cache[1], start, ops.cast(_heads_first(new_v), cache[1].dtype))
-                cache = (k, v)
-            else:
-                update = ops.cast(ops.stack([_heads_first(new_k), _heads_first(new_v)], axis=1), cache.dtype)
-                cache = ops.slice_update(cache, (zero, zero, zero, index, zero), update)
-                k, v = cache[:, 0], cache[:, 1]
+            k, v, cache = self._extend_cache(cache, cache_index, value if key is None else key, value)
             key_padding = None  # decoding positions are never padding
 
         mask = merge_attention_masks(
@@ -265,6 +232,31 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             results.append(cache)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _extend_cache(self, cache, cache_index, key, value):
+        """`(keys, values, cache)`: the projected `key`/`value` positions written into the self-attention `cache`
+        at `cache_index` (one index, or one per row), and the whole keys and values to attend to."""
+        if self.value_dim != self.key_dim:
+            raise ValueError("A key/value cache needs `value_dim == key_dim`.")
+        new_k = self.project_key(key)
+        new_v = self.project_value(value)
+        if self.rotary is not None:
+            new_k = self.rotary(new_k, start_index=cache_index)
+        zero = ops.zeros((), dtype="int32")
+        index = ops.cast(cache_index, "int32")
+        if is_per_row(cache_index):
+            cache = self._write_per_row(cache, new_k, new_v, index)
+            k, v = _cache_pair(cache)
+        elif isinstance(cache, (tuple, list)):
+            start = (zero, zero, index, zero)
+            k = ops.slice_update(cache[0], start, ops.cast(_heads_first(new_k), cache[0].dtype))
+            v = ops.slice_update(cache[1], start, ops.cast(_heads_first(new_v), cache[1].dtype))
+            cache = (k, v)
+        else:
+            update = ops.cast(ops.stack([_heads_first(new_k), _heads_first(new_v)], axis=1), cache.dtype)
+            cache = ops.slice_update(cache, (zero, zero, zero, index, zero), update)
+            k, v = cache[:, 0], cache[:, 1]
+        return k, v, cache
 
     def _write_per_row(self, cache, new_k, new_v, index):
         """The cache with each row's one new key/value written at that row's own position `index` `[B]`: one
