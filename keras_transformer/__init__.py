@@ -27,66 +27,35 @@ import importlib
 import os
 import sys
 
+from keras_transformer.lazy import lazy_names
+
 __version__ = "0.1.0"
 
-_LAZY = {
-    # Layers and the model
-    "layers": ("keras_transformer.layers", None),
-    "PositionalEmbedding": ("keras_transformer.layers", "PositionalEmbedding"),
-    "MultiHeadAttention": ("keras_transformer.layers", "MultiHeadAttention"),
-    "TransformerEncoder": ("keras_transformer.layers", "TransformerEncoder"),
-    "TransformerDecoder": ("keras_transformer.layers", "TransformerDecoder"),
-    "TransformerConfig": ("keras_transformer.models.config", "TransformerConfig"),
-    "build_transformer": ("keras_transformer.models", "build_transformer"),
-    # Text
-    "SubwordTokenizer": ("keras_transformer.data.tokenizer", "SubwordTokenizer"),
-    "train_tokenizers": ("keras_transformer.data.tokenizer", "train_tokenizers"),
-    "read_parallel_corpus": ("keras_transformer.data.corpus", "read_parallel_corpus"),
-    # Decoding
-    "decoding": ("keras_transformer.decoding", None),
-    "Translator": ("keras_transformer.decoding.translator", "Translator"),
-    "greedy_decode": ("keras_transformer.decoding", "greedy_decode"),
-    "beam_search": ("keras_transformer.decoding", "beam_search"),
-    # Runs and training
-    "TrainingConfig": ("keras_transformer.runs.config", "TrainingConfig"),
-    "Run": ("keras_transformer.runs.run", "Run"),
-    "load_run": ("keras_transformer.runs.run", "load_run"),
-    "train": ("keras_transformer.training.trainer", "train"),
-    "check_settings": ("keras_transformer.runs.config", "check_settings"),
-    "SettingError": ("keras_transformer.validation", "SettingError"),
-    # keras-hub
-    "TransformerBackbone": ("keras_transformer.models", "TransformerBackbone"),
-    "TransformerTokenizer": ("keras_transformer.tasks", "TransformerTokenizer"),
-    "TransformerSeq2SeqLMPreprocessor": ("keras_transformer.tasks", "TransformerSeq2SeqLMPreprocessor"),
-    "TransformerSeq2SeqLM": ("keras_transformer.tasks", "TransformerSeq2SeqLM"),
-    # Pretrained checkpoints
-    "import_checkpoint": ("keras_transformer.importers", "import_checkpoint"),
-    "import_marian": ("keras_transformer.importers", "import_marian"),
-    "SentencePieceTokenizer": ("keras_transformer.data.sentencepiece_tokenizer", "SentencePieceTokenizer"),
-    # Export
-    "export_run": ("keras_transformer.export.exporter", "export_run"),
-    "export_saved_model": ("keras_transformer.export.saved_model", "export_saved_model"),
-    "export_tflite": ("keras_transformer.export.tflite", "export_tflite"),
-    "SavedModelTranslator": ("keras_transformer.export.saved_model", "SavedModelTranslator"),
-    "TFLiteTranslator": ("keras_transformer.export.tflite", "TFLiteTranslator"),
-    "load_translator": ("keras_transformer.translators", "load_translator"),
+_EXPORTS = {
+    "keras_transformer.layers": (
+        None, "PositionalEmbedding", "MultiHeadAttention", "TransformerEncoder", "TransformerDecoder",
+    ),
+    "keras_transformer.models.config": ("TransformerConfig",),
+    "keras_transformer.models": ("build_transformer", "TransformerBackbone"),
+    "keras_transformer.data.tokenizer": ("SubwordTokenizer", "train_tokenizers"),
+    "keras_transformer.data.corpus": ("read_parallel_corpus",),
+    "keras_transformer.decoding": (None, "greedy_decode", "beam_search"),
+    "keras_transformer.decoding.translator": ("Translator",),
+    "keras_transformer.runs.config": ("TrainingConfig", "check_settings"),
+    "keras_transformer.runs.run": ("Run", "load_run"),
+    "keras_transformer.training.trainer": ("train",),
+    "keras_transformer.validation": ("SettingError",),
+    "keras_transformer.tasks": ("TransformerTokenizer", "TransformerSeq2SeqLMPreprocessor", "TransformerSeq2SeqLM"),
+    "keras_transformer.importers": ("import_checkpoint", "import_marian"),
+    "keras_transformer.data.sentencepiece_tokenizer": ("SentencePieceTokenizer",),
+    "keras_transformer.export.exporter": ("export_run",),
+    "keras_transformer.export.saved_model": ("export_saved_model", "SavedModelTranslator"),
+    "keras_transformer.export.tflite": ("export_tflite", "TFLiteTranslator"),
+    "keras_transformer.translators": ("load_translator",),
 }
 
-__all__ = sorted(["__version__", *_LAZY])
-
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'keras_transformer' has no attribute {name!r}")
-    module_name, attribute = _LAZY[name]
-    module = importlib.import_module(module_name)
-    value = module if attribute is None else getattr(module, attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+_LAZY_NAMES, __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+__all__ = sorted(["__version__", *_LAZY_NAMES])
 
 
 # The modules whose `keras.saving.register_keras_serializable` classes a run's `model.keras` names.

@@ -127,6 +127,18 @@ def setting(default=dataclasses.MISSING, rule=None, flag=None):
 _FLAG_NAMES = {"source_language": "--source-lang", "target_language": "--target-lang"}
 
 
+def rules_of(config_class):
+    """`{field: rule}` of a settings dataclass whose fields are declared with `setting`."""
+    return {field.name: field.metadata["rule"] for field in dataclasses.fields(config_class)}
+
+
+def check_known(values, rules):
+    """Checks each of `values` that `rules` names (the others are someone else's to check)."""
+    for name, value in values.items():
+        if name in rules:
+            check_value(name, value, rules)
+
+
 def flag_of(name):
     """The command-line flag of a setting (`num_layers` -> `--num-layers`); messages name both."""
     return _FLAG_NAMES.get(name, "--" + name.replace("_", "-"))

@@ -12,7 +12,8 @@ Layers, lowest first (a module may import its own layer and those below; data fl
     4  decoding                           samplers and the translator
     5  runs                               the run directory
     5.5 importers                         other toolkits' checkpoints -> a run directory
-    6  training, export, tasks            what is built on a run
+    5.7 tasks                             keras-hub's classes over a run (a preset is one of export's formats)
+    6  training, export                   what is built on a run
     7  quickstart, cli, translators       the front (translators: load_translator over every artifact)
 
 Every import of the package counts, at module level or inside a function (a lazy import is still an arrow).
@@ -25,14 +26,15 @@ import os
 import sys
 
 LAYERS = {
-    "atomic": 0, "validation": 0, "scoring": 0, "extras": 0,
+    "atomic": 0, "validation": 0, "scoring": 0, "extras": 0, "lazy": 0,
     "layers": 1,
     "data": 2,
     "models": 3,
     "decoding": 4,
     "runs": 5,
     "importers": 5.5,
-    "training": 6, "export": 6, "tasks": 6,
+    "tasks": 5.7,
+    "training": 6, "export": 6,
     "quickstart": 7, "translators": 7,
     "serving": 7.5,
     "cli": 8,
@@ -95,7 +97,7 @@ def analyse(root):
             if LAYERS.get(target_layer, 99) > LAYERS.get(source_layer, 99):
                 back.append(f"{module} -> {target}")
             elif source_layer != target_layer and LAYERS.get(target_layer) == LAYERS.get(source_layer) == 6:
-                back.append(f"{module} -> {target} (sideways: training, export and tasks stand on runs alone)")
+                back.append(f"{module} -> {target} (sideways: training and export stand on runs alone)")
             last = name.split(".")[-1]
             if source_layer != target_layer and (last.startswith("_") or any(p.startswith("_") and p != "__init__"
                                                                                for p in target.split(".")[1:])):

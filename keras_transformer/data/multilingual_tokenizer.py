@@ -322,9 +322,7 @@ class MultilingualTokenizer(SentencePieceTokenizer):
         """
         if self._style == "m2m_100":
             return super().detokenize(ids)
-        if isinstance(ids, tf.RaggedTensor):
-            ids = ids.to_tensor(default_value=self.pad_id)
-        ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
+        ids = self._dense_ids(ids)
         if ids.shape.rank == 1:
             return self.detokenize(tf.expand_dims(ids, 0))[0]
         kept = 1 - tf.gather(self._special_ids, ids)

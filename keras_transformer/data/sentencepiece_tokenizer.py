@@ -39,7 +39,6 @@ What differs from `transformers`' `MarianTokenizer` (a few rare inputs, each che
 docs/pretrained.md.
 """
 
-import json
 import os
 
 import numpy as np
@@ -56,9 +55,10 @@ from keras_transformer.data.sentencepiece_model import detokenization_tables
 from keras_transformer.data.sentencepiece_model import read_model
 from keras_transformer.data.sentencepiece_model import reasons_against_fast
 from keras_transformer.data.sentencepiece_resource import standard_sentencepiece_tokenizer
+from keras_transformer.data.tokenizer_base import CONFIG_FILE
 from keras_transformer.data.tokenizer_base import Tokenizer
+from keras_transformer.data.tokenizer_base import write_json
 
-_CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.json"
 _MODEL_FILE = "sentencepiece.spm"
 _FORMAT = "keras_transformer.SentencePieceTokenizer"
@@ -263,9 +263,7 @@ class SentencePieceTokenizer(Tokenizer):
         Returns:
             `tf.string` `[B]` (a scalar for a rank-1 input).
         """
-        if isinstance(ids, tf.RaggedTensor):
-            ids = ids.to_tensor(default_value=self.pad_id)
-        ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
+        ids = self._dense_ids(ids)
         if ids.shape.rank == 1:
             return self.detokenize(tf.expand_dims(ids, 0))[0]
         kept = 1 - tf.gather(self._special_ids, ids)
@@ -357,15 +355,11 @@ class SentencePieceTokenizer(Tokenizer):
     def save(self, directory):
         """Writes `sentencepiece.spm` (the model), `vocab.json` (Marian's vocabulary, as in the checkpoint) and
         `tokenizer.json` (settings) into `directory`."""
-        os.makedirs(directory, exist_ok=True)
+        self._write_config(directory)
         with open(os.path.join(directory, _MODEL_FILE), "wb") as f:
             f.write(self._model_proto)
-        with open(os.path.join(directory, _VOCAB_FILE), "w", encoding="utf-8", newline="\n") as f:
-            json.dump({token: i for i, token in enumerate(self._original_vocab)}, f, indent=0, ensure_ascii=False)
-            f.write("\n")
-        with open(os.path.join(directory, _CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(self.get_config(), f, indent=1, ensure_ascii=False)
-            f.write("\n")
+        write_json(os.path.join(directory, _VOCAB_FILE), {token: i for i, token in enumerate(self._original_vocab)},
+                   indent=0)
 
     @classmethod
     def load(cls, directory):
@@ -374,7 +368,7 @@ class SentencePieceTokenizer(Tokenizer):
         Raises:
             ValueError: naming the file (and line) when a file is missing or does not match the format.
         """
-        config_path = os.path.join(directory, _CONFIG_FILE)
+        config_path = os.path.join(directory, CONFIG_FILE)
         vocab_path = os.path.join(directory, _VOCAB_FILE)
         model_path = os.path.join(directory, _MODEL_FILE)
         for path in (config_path, vocab_path, model_path):

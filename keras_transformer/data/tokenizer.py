@@ -31,6 +31,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_transformer.data.corpus import as_corpus
+from keras_transformer.data.tokenizer_base import CONFIG_FILE
 from keras_transformer.data.tokenizer_base import Tokenizer
 from keras_transformer.data.vocabulary import RESERVED_TOKENS
 from keras_transformer.data.vocabulary import SUFFIX_INDICATOR
@@ -40,7 +41,6 @@ from keras_transformer.data.words import count_words
 from keras_transformer.data.words import is_blank  # noqa: F401 - re-exported
 from keras_transformer.data.words import split_words  # noqa: F401 - re-exported
 
-_CONFIG_FILE = "tokenizer.json"
 _VOCAB_FILE = "vocab.txt"
 _FORMAT = "keras_transformer.SubwordTokenizer"
 
@@ -96,15 +96,7 @@ class SubwordTokenizer(Tokenizer):
         self._attach_right = self._as_mask(attach_right, "attach_right")
         self._paired = self._as_mask(paired, "paired")
 
-        self._tokenizer = tf_text.FastWordpieceTokenizer(
-            vocab=vocab,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self.max_bytes_per_word,
-            token_out_type=tf.int32,
-            unknown_token="[UNK]",
-            no_pretokenization=False,
-            support_detokenization=True,
-        )
+        self._tokenizer = self._wordpiece(vocab, pretokenize=True)
         # Detokenization model: the vocabulary, then a "##" copy of each word-initial token that lacks one.
         index = {token: i for i, token in enumerate(vocab)}
         detok_vocab = list(vocab)
@@ -117,20 +109,19 @@ class SubwordTokenizer(Tokenizer):
                 index[glued] = len(detok_vocab)
                 detok_vocab.append(glued)
             glue_ids[i] = index[glued]
-        self._detokenizer = tf_text.FastWordpieceTokenizer(
-            vocab=detok_vocab,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self.max_bytes_per_word,
-            token_out_type=tf.int32,
-            unknown_token="[UNK]",
-            no_pretokenization=True,
-            support_detokenization=True,
-        )
+        self._detokenizer = self._wordpiece(detok_vocab, pretokenize=False)
         self._glue_ids = tf.constant(glue_ids, tf.int32)
         self._attach_left_ids = tf.constant(self._attach_left.astype(np.int32))
         self._attach_right_ids = tf.constant(self._attach_right.astype(np.int32))
         self._paired_ids = tuple(int(i) for i in np.flatnonzero(self._paired))
 
+
+    def _wordpiece(self, vocab, pretokenize):
+        """tensorflow-text's `FastWordpieceTokenizer` over `vocab` (`pretokenize`: it splits words itself)."""
+        return tf_text.FastWordpieceTokenizer(vocab=vocab, suffix_indicator=SUFFIX_INDICATOR,
+                                              max_bytes_per_word=self.max_bytes_per_word, token_out_type=tf.int32,
+                                              unknown_token="[UNK]", no_pretokenization=not pretokenize,
+                                              support_detokenization=True)
     def _as_mask(self, flags, name):
         flags = np.asarray(flags if flags is not None else [])
         if flags.dtype == bool and flags.shape == (len(self._vocab),):
@@ -323,12 +314,9 @@ class SubwordTokenizer(Tokenizer):
 
     def save(self, directory):
         """Writes `vocab.txt` (one token per line) and `tokenizer.json` (flags and settings) into `directory`."""
-        os.makedirs(directory, exist_ok=True)
+        self._write_config(directory)
         with open(os.path.join(directory, _VOCAB_FILE), "w", encoding="utf-8", newline="\n") as f:
             f.write("\n".join(self._vocab) + "\n")
-        with open(os.path.join(directory, _CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(self.get_config(), f, indent=1, ensure_ascii=False)
-            f.write("\n")
 
     @classmethod
     def load(cls, directory):
@@ -338,7 +326,7 @@ class SubwordTokenizer(Tokenizer):
             ValueError: naming the file (and line) when a file is missing or does not match the format.
         """
         vocab_path = os.path.join(directory, _VOCAB_FILE)
-        config_path = os.path.join(directory, _CONFIG_FILE)
+        config_path = os.path.join(directory, CONFIG_FILE)
         for path in (vocab_path, config_path):
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path}: not found; expected a tokenizer saved by SubwordTokenizer.save")

@@ -5,8 +5,20 @@
 never ask which tokenizer they were given.
 """
 
+import json
+import os
+
 import numpy as np
 import tensorflow as tf
+
+CONFIG_FILE = "tokenizer.json"
+
+
+def write_json(path, value, indent=1):
+    """Writes `value` as UTF-8 JSON with a final newline (the tokenizers' files)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        json.dump(value, f, indent=indent, ensure_ascii=False)
+        f.write("\n")
 
 
 class Tokenizer(tf.Module):
@@ -16,6 +28,17 @@ class Tokenizer(tf.Module):
     `tokenize(strings)` and `detokenize(ids)` as TensorFlow ops. It is a `tf.Module`, so a SavedModel that holds it
     also holds its tables.
     """
+
+    def _write_config(self, directory):
+        """`tokenizer.json` in `directory` (created): `get_config()`, which `load` reads back."""
+        os.makedirs(directory, exist_ok=True)
+        write_json(os.path.join(directory, CONFIG_FILE), self.get_config())
+
+    def _dense_ids(self, ids):
+        """`ids` as a dense int32 tensor (a ragged batch padded with `pad_id`)."""
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=self.pad_id)
+        return tf.cast(tf.convert_to_tensor(ids), tf.int32)
 
     @property
     def vocab(self):

@@ -70,6 +70,25 @@ class CheckpointTensors:
                           f"{shown}", CheckpointWarning, stacklevel=3)
 
 
+def bart_sizes(config, max_positions):
+    """The `TransformerConfig` fields every BART-layout `config.json` (Marian, M2M-100, NLLB) gives the same way:
+    layers, widths, heads, dropout rates, the longest sequence (`max_positions` when it names none), and
+    `torch.nn.LayerNorm`'s default epsilon, which their blocks use."""
+    return dict(
+        num_layers=config["encoder_layers"],
+        num_encoder_layers=config["encoder_layers"],
+        num_decoder_layers=config["decoder_layers"],
+        d_model=config["d_model"],
+        num_heads=config["encoder_attention_heads"],
+        d_ff=config.get("encoder_ffn_dim", 4 * config["d_model"]),
+        dropout=float(config.get("dropout", 0.1)),
+        attention_dropout=float(config.get("attention_dropout", 0.0)),
+        activation_dropout=float(config.get("activation_dropout", 0.0)),
+        max_length=int(config.get("max_position_embeddings", max_positions)),
+        layer_norm_epsilon=1e-5,
+    )
+
+
 def assign_blocks(model, t, d, d_ff):
     """Copies every encoder and decoder block's attention, norm and feed-forward tensors from `t` (a
     `CheckpointTensors`) into `model`; a checkpoint with more layers than the model is refused."""

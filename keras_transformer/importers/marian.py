@@ -25,6 +25,7 @@ from keras_transformer.importers.bart_layout import IMPORT_FILE
 from keras_transformer.importers.bart_layout import CheckpointTensors
 from keras_transformer.importers.bart_layout import assign_blocks
 from keras_transformer.importers.bart_layout import assign_rows
+from keras_transformer.importers.bart_layout import bart_sizes
 from keras_transformer.importers.bart_layout import check_destination
 from keras_transformer.importers.bart_layout import generation_decoding
 from keras_transformer.importers.bart_layout import write_imported_run
@@ -85,19 +86,9 @@ def marian_model_config(config, source_vocab_size, target_vocab_size):
     return TransformerConfig(
         src_vocab_size=source_vocab_size,
         tgt_vocab_size=target_vocab_size,
-        num_layers=config["encoder_layers"],
-        num_encoder_layers=config["encoder_layers"],
-        num_decoder_layers=config["decoder_layers"],
-        d_model=config["d_model"],
-        num_heads=config["encoder_attention_heads"],
-        d_ff=config.get("encoder_ffn_dim", 4 * config["d_model"]),
-        dropout=float(config.get("dropout", 0.1)),
-        attention_dropout=float(config.get("attention_dropout", 0.0)),
-        activation_dropout=float(config.get("activation_dropout", 0.0)),
-        max_length=int(config.get("max_position_embeddings", 512)),
+        **bart_sizes(config, max_positions=512),
         activation=_ACTIVATIONS[config.get("activation_function", "gelu")],
         norm_first=False,
-        layer_norm_epsilon=1e-5,  # torch.nn.LayerNorm's default, which Marian's blocks use
         position="sinusoidal_concat",
         use_bias=True,
         share_embeddings=shared,

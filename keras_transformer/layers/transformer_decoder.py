@@ -90,21 +90,12 @@ class TransformerDecoder(TransformerBlock):
             encoder_padding_mask = encoder_sequence_mask
 
         def self_attention(x):
-            if self_attention_cache is None:
-                return self.self_attention(
-                    x, x,
-                    query_mask=decoder_padding_mask,
-                    value_mask=decoder_padding_mask,
-                    use_causal_mask=True,
-                    training=training,
-                ), None
-            return self.self_attention(
-                x, x,
-                query_mask=decoder_padding_mask,
-                cache=self_attention_cache,
-                cache_index=self_attention_cache_index,
-                training=training,
-            )
+            if self_attention_cache is None:  # the whole sequence at once: causal, padding masked
+                cache = dict(value_mask=decoder_padding_mask, use_causal_mask=True)
+            else:  # positions from `self_attention_cache_index` on, their keys/values written into the cache
+                cache = dict(cache=self_attention_cache, cache_index=self_attention_cache_index)
+            outputs = self.self_attention(x, x, query_mask=decoder_padding_mask, training=training, **cache)
+            return (outputs, None) if self_attention_cache is None else outputs
 
         def cross_attention(x):
             return self.cross_attention(

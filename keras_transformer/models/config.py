@@ -11,12 +11,13 @@ import dataclasses
 import json
 
 from keras_transformer.validation import SettingError
-from keras_transformer.validation import check_value
+from keras_transformer.validation import check_known
 from keras_transformer.validation import choice_rule
 from keras_transformer.validation import flag_rule
 from keras_transformer.validation import int_rule
 from keras_transformer.validation import number_rule
 from keras_transformer.validation import rate_rule
+from keras_transformer.validation import rules_of
 from keras_transformer.validation import setting
 
 # Longest sequence the models are tested with; longer needs more memory than any default batch allows.
@@ -129,14 +130,12 @@ class TransformerConfig:
         return self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
 
 
-MODEL_RULES = {field.name: field.metadata["rule"] for field in dataclasses.fields(TransformerConfig)}
+MODEL_RULES = rules_of(TransformerConfig)
 
 
 def check_model(values):
     """Checks `TransformerConfig` fields (a dict; missing ones take their defaults) and their combinations."""
-    for name, value in values.items():
-        if name in MODEL_RULES:
-            check_value(name, value, MODEL_RULES)
+    check_known(values, MODEL_RULES)
     d_model, heads = values.get("d_model", 512), values.get("num_heads", 8)
     if d_model % heads:
         raise SettingError(f"d_model (--d-model) = {d_model}: must be divisible by num_heads (--num-heads) = "

@@ -13,12 +13,13 @@ import json
 from keras_transformer.models.config import MODEL_RULES
 from keras_transformer.models.config import check_model
 from keras_transformer.validation import SettingError
-from keras_transformer.validation import check_value
+from keras_transformer.validation import check_known
 from keras_transformer.validation import choice_rule
 from keras_transformer.validation import flag_rule
 from keras_transformer.validation import int_rule
 from keras_transformer.validation import number_rule
 from keras_transformer.validation import rate_rule
+from keras_transformer.validation import rules_of
 from keras_transformer.validation import setting
 from keras_transformer.validation import text_rule
 
@@ -90,14 +91,12 @@ class TrainingConfig:
         check_training(dataclasses.asdict(self))
 
 
-TRAINING_RULES = {field.name: field.metadata["rule"] for field in dataclasses.fields(TrainingConfig)}
+TRAINING_RULES = rules_of(TrainingConfig)
 
 
 def check_training(values):
     """Checks `TrainingConfig` fields (a dict) and their combinations."""
-    for name, value in values.items():
-        if name in TRAINING_RULES:
-            check_value(name, value, TRAINING_RULES)
+    check_known(values, TRAINING_RULES)
     epochs, average = values.get("epochs", 10), values.get("average_last", 1)
     if average > epochs:
         raise SettingError(f"average_last (--average-last) = {average}: cannot average more epochs than "

@@ -5,28 +5,18 @@ thread. See docs/serving.md for the routes, the request and response formats, ba
 The names below load on first use (`ServerSettings` alone imports no web framework).
 """
 
-import importlib
-
+from keras_transformer.lazy import lazy_names
 from keras_transformer.serving.settings import ServerSettings
 
-_LAZY = {
-    "create_app": "keras_transformer.serving.app",
-    "Batcher": "keras_transformer.serving.batching",
-    "SIGNATURES": "keras_transformer.serving.protocol",
-    "RequestError": "keras_transformer.serving.protocol",
-    "ServedModel": "keras_transformer.serving.served_model",
-    "RunningServer": "keras_transformer.serving.server",
-    "load_served_model": "keras_transformer.serving.server",
-    "serve": "keras_transformer.serving.server",
-    "start_server": "keras_transformer.serving.server",
-    "warm_up": "keras_transformer.serving.server",
-    "warm_up_shapes": "keras_transformer.serving.server",
+_EXPORTS = {
+    "keras_transformer.serving.app": ("create_app",),
+    "keras_transformer.serving.batching": ("Batcher",),
+    "keras_transformer.serving.protocol": ("SIGNATURES", "RequestError"),
+    "keras_transformer.serving.served_model": ("ServedModel",),
+    "keras_transformer.serving.server": (
+        "RunningServer", "load_served_model", "serve", "start_server", "warm_up", "warm_up_shapes",
+    ),
 }
 
-__all__ = ["ServerSettings", *_LAZY]
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_LAZY_NAMES, __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
+__all__ = ["ServerSettings", *_LAZY_NAMES]

@@ -33,6 +33,23 @@ def check_admission(closing, held, count, max_queued, held_as="waiting"):
         raise QueueFull(f"{held} sentences are {held_as} (--max-queued {max_queued})")
 
 
+class WorkerThread:
+    """The thread a batcher's work runs on (its `_work`), and the condition its callers wake it with."""
+
+    def _start_worker(self, name):
+        self._cond = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def close(self, timeout=None):
+        """Takes no more work, finishes every accepted request, and stops the worker (waits up to `timeout` s)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout)
+
+
 class _Job:
     __slots__ = ("key", "items", "future", "arrival")
 
@@ -42,7 +59,7 @@ class _Job:
         self.arrival = time.monotonic()
 
 
-class Batcher:
+class Batcher(WorkerThread):
     """Runs `run_batch(key, items) -> results` (one result per item) over batches of concurrently submitted work.
 
     Args:
@@ -64,11 +81,8 @@ class Batcher:
         self.max_batch_size, self.batch_timeout, self.max_queued = max_batch_size, batch_timeout, max_queued
         self._queue = collections.deque()
         self._queued = 0
-        self._cond = threading.Condition()
-        self._closing = False
         self._batches = self._items = 0
-        self._thread = threading.Thread(target=self._work, name="keras-transformer-batcher", daemon=True)
-        self._thread.start()
+        self._start_worker("keras-transformer-batcher")
 
     def submit(self, key, items):
         """Queues `items` (a list) under `key`; returns a `concurrent.futures.Future` of their results (a list).
@@ -82,13 +96,6 @@ class Batcher:
             self._queued += len(job.items)
             self._cond.notify()
         return job.future
-
-    def close(self, timeout=None):
-        """Takes no more work, finishes every queued request, and stops the worker (waits up to `timeout` s)."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        self._thread.join(timeout)
 
     def stats(self):
         with self._cond:

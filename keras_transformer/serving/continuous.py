@@ -18,12 +18,12 @@ import collections
 import concurrent.futures
 import logging
 import queue
-import threading
 import time
 
 import numpy as np
 
 from keras_transformer.serving.batching import QueueFull
+from keras_transformer.serving.batching import WorkerThread
 from keras_transformer.serving.batching import check_admission
 
 log = logging.getLogger("keras_transformer.serving")
@@ -67,7 +67,7 @@ class _Job:
         self.backlog = collections.deque()  # (index, source row, first token): not yet handed to the engine
 
 
-class ContinuousBatcher:
+class ContinuousBatcher(WorkerThread):
     """Runs `serving_default` requests on `engine` (a `SlotEngine` of `translator`), one worker thread.
 
     Args:
@@ -91,11 +91,8 @@ class ContinuousBatcher:
         self._incoming = collections.deque()
         self._backlog = collections.deque()  # jobs with sentences not yet in the engine, in turn
         self._accepted = 0  # sentences accepted and not yet answered
-        self._cond = threading.Condition()
-        self._closing = False
         self._steps = self._sentences = self._live_sum = 0
-        self._thread = threading.Thread(target=self._work, name="keras-transformer-engine", daemon=True)
-        self._thread.start()
+        self._start_worker("keras-transformer-engine")
 
     def submit(self, key, items):
         """Queues `items` (rows whose first field is the text; a multilingual model's rows end with their source and
@@ -158,13 +155,6 @@ class ContinuousBatcher:
             raise QueueFull(f"{count} sentences would take about {expected:.0f} s beside the {self._open} requests "
                             f"open ({share} at a time, {self._slot_seconds:.1f} s each), more than half of the "
                             f"{self.timeout_s:g} s timeout (--timeout-s): send fewer sentences per request")
-
-    def close(self, timeout=None):
-        """Takes no more work, finishes every accepted request, and stops the worker (waits up to `timeout` s)."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        self._thread.join(timeout)
 
     def stats(self):
         with self._cond:

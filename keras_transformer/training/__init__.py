@@ -6,36 +6,21 @@ Names load on first use (`keras_transformer.training.X`), so that the command li
 distribution settings, and pick the backend they need, before Keras is imported.
 """
 
-import importlib
+from keras_transformer.lazy import lazy_names
 
-_LAZY = {
-    "BestModelCheckpoint": "keras_transformer.training.model_checkpoints",
-    "StopOnNonFiniteLoss": "keras_transformer.training.model_checkpoints",
-    "LastModelCheckpoint": "keras_transformer.training.model_checkpoints",
-    "FitCosineToBudget": "keras_transformer.training.callbacks",
-    "HistoryLogger": "keras_transformer.training.callbacks",
-    "TimeBudget": "keras_transformer.training.callbacks",
-    "load_history": "keras_transformer.training.callbacks",
-    "make_callbacks": "keras_transformer.training.callbacks",
-    "MaskedSparseCategoricalCrossentropy": "keras_transformer.training.losses",
-    "MaskedAccuracy": "keras_transformer.training.metrics",
-    "plot_history": "keras_transformer.training.plots",
-    "TransformerSchedule": "keras_transformer.training.schedule",
-    "WarmupCosineDecay": "keras_transformer.training.schedule",
-    "make_optimizer": "keras_transformer.training.schedule",
-    "make_schedule": "keras_transformer.training.schedule",
+_EXPORTS = {
+    "keras_transformer.training.model_checkpoints": (
+        "BestModelCheckpoint", "StopOnNonFiniteLoss", "LastModelCheckpoint",
+    ),
+    "keras_transformer.training.callbacks": (
+        "FitCosineToBudget", "HistoryLogger", "TimeBudget", "load_history", "make_callbacks",
+    ),
+    "keras_transformer.training.losses": ("MaskedSparseCategoricalCrossentropy",),
+    "keras_transformer.training.metrics": ("MaskedAccuracy",),
+    "keras_transformer.training.plots": ("plot_history",),
+    "keras_transformer.training.schedule": (
+        "TransformerSchedule", "WarmupCosineDecay", "make_optimizer", "make_schedule",
+    ),
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'keras_transformer.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
