@@ -10,6 +10,7 @@ import os
 
 import keras
 
+import keras_transformer.models.transformer  # noqa: F401  (registers the classes model.keras names)
 from keras_transformer.atomic import atomic_path
 from keras_transformer.atomic import write_json
 from keras_transformer.data.tokenizer import SubwordTokenizer
