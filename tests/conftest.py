@@ -37,8 +37,9 @@ BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/
 
 def pytest_collection_modifyitems(config, items):
     """Under `KERAS_BACKEND=jax` or `torch`, keep only the backend-agnostic tests, and of a parametrized one its
-    first case: the TensorFlow pass runs every case, and the other cases vary the inputs, not the backend's code
-    path (the others are deselected, not skipped, so the summary counts only what ran on that backend)."""
+    first case (the TensorFlow pass runs every case; the other cases vary the inputs, not the backend's code path),
+    unless it is marked `every_case` (dtypes, policies, compiled decoders). The others are deselected, not
+    skipped, so the summary counts only what ran on that backend."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return
@@ -47,7 +48,8 @@ def pytest_collection_modifyitems(config, items):
         path = os.path.relpath(str(item.fspath), config.rootpath).replace(os.sep, "/")
         agnostic = path.startswith(BACKEND_AGNOSTIC) and item.get_closest_marker("tensorflow_only") is None
         case = (path, getattr(item, "originalname", item.name))
-        (keep if agnostic and case not in seen else drop).append(item)
+        first = case not in seen or item.get_closest_marker("every_case") is not None
+        (keep if agnostic and first else drop).append(item)
         seen.add(case)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -14,6 +14,7 @@ def _copy_task():
     return {"encoder_inputs": src, "decoder_inputs": dec}, src
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 def test_a_few_fit_steps_make_the_loss_fall(policy):
     keras.config.set_dtype_policy(policy)

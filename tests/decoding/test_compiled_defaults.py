@@ -25,6 +25,7 @@ DECODERS = {
 }
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("name", sorted(DECODERS))
 def test_the_default_call_compiles_where_the_backend_compiles_and_decodes_as_eagerly(name):
     model = tiny_model(seed=11)

@@ -54,6 +54,7 @@ def count_fused_calls(monkeypatch):
     return calls
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("dtype", sorted(TOLERANCE))
 @pytest.mark.parametrize("case", ["self-causal", "cross-padded", "self-padded-query", "rotary-causal"])
 def test_fused_outputs_equal_the_explicit_path(dtype, case, count_fused_calls):
@@ -110,6 +111,7 @@ def test_fused_gradients_equal_the_explicit_path():
     assert any(np.abs(np.array(a) - start).max() > 1e-4 for start, a in zip(before, fused.get_weights()))
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 def test_cached_greedy_decoding_gives_the_explicit_paths_tokens(policy):
     keras.utils.set_random_seed(5)

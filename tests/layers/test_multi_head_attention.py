@@ -107,6 +107,7 @@ def test_keras_masks_on_inputs_are_honoured():
     assert np.all(_np(scores)[0, :, :3, 3:] == 0)
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_masking_is_safe_in_half_precision(dtype):
     layer = MultiHeadAttention(num_heads=2, key_dim=4, dtype=f"mixed_{dtype}")

@@ -44,6 +44,7 @@ def test_contract_inputs_outputs_and_paper_defaults():
     assert "encoder_layer_6" not in [lay.name for lay in default.layers]
 
 
+@pytest.mark.every_case  # the cases vary what the backend computes (dtypes, compilation)
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_logits_are_float32_under_mixed_precision(policy):
     keras.config.set_dtype_policy(policy)
