@@ -67,7 +67,7 @@ def read_lines(path, count):
 def make_translate(engine, args, ct2_dir):
     """`translate(texts) -> (translations, busy-slot share or None)` for one engine."""
     if engine.startswith("ct2"):
-        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+        from keras_transformer.translators.ctranslate2 import CTranslate2Translator
 
         translator = CTranslate2Translator(ct2_dir, intra_threads=args.threads)
         return lambda texts: (translator.translate(texts, beam_size=args.beam_size, batch_size=args.slots), None)

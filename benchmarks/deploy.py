@@ -151,7 +151,7 @@ def make_translate(engine, path, threads):
             return [runners[1](text=np.array([t], dtype=object))["translation"][0].decode("utf-8") for t in texts]
 
         return translate
-    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+    from keras_transformer.translators.ctranslate2 import CTranslate2Translator
 
     translator = CTranslate2Translator(path, intra_threads=threads)
     return lambda texts, beam: translator.translate(texts, beam_size=beam, batch_size=len(texts))

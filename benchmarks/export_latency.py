@@ -27,12 +27,12 @@ import tensorflow as tf  # noqa: E402
 
 from keras_transformer.data.synthetic import make_synthetic_splits  # noqa: E402
 from keras_transformer.decoding.translator import Translator  # noqa: E402
-from keras_transformer.export import TFLiteTranslator  # noqa: E402
 from keras_transformer.export import TranslatorModule  # noqa: E402
 from keras_transformer.export import export_saved_model  # noqa: E402
 from keras_transformer.export import export_tflite  # noqa: E402
 from keras_transformer.export.saved_model import directory_size  # noqa: E402
 from keras_transformer.runs.run import load_run  # noqa: E402
+from keras_transformer.translators import TFLiteTranslator  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -263,7 +263,7 @@ def load_engines(checkpoint, tokenizer, work, args):
 def time_tflite(path, engines, state, texts, args):
     """ms per sentence at batch 1, greedy: the int8 TFLite file and CTranslate2 int8, taking turns; and how many
     of their translations agree."""
-    from keras_transformer.export.tflite import TFLiteTranslator
+    from keras_transformer.translators.tflite import TFLiteTranslator
 
     translator = TFLiteTranslator(path, num_threads=args.threads)
 
@@ -355,7 +355,7 @@ def main(argv=None):
         anchor = engines["ct2"](texts, 1)[0]
         engines.clear()  # their memory, before our CTranslate2 export loads
         gc.collect()
-        from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+        from keras_transformer.translators.ctranslate2 import CTranslate2Translator
 
         ours_ct2 = CTranslate2Translator(os.path.join(work, "ct2_float32"), intra_threads=args.threads).translate(
             texts, beam_size=1, max_length=args.max_new_tokens, source_language="eng_Latn",

@@ -5,14 +5,14 @@ The public API, from text to a deployed model:
     tokenizers   SubwordTokenizer, train_tokenizers, read_parallel_corpus
     layers       PositionalEmbedding, MultiHeadAttention, TransformerEncoder, TransformerDecoder (and `layers`)
     model        build_transformer, TransformerConfig
-    decoding     Translator, greedy_decode, beam_search
+    decoding     Translator, generate (any sampler), greedy_decode, beam_search
     runs         train, TrainingConfig, Run, load_run, check_settings, SettingError
     pretrained   import_checkpoint (Marian / OPUS-MT, M2M-100 and NLLB-200 checkpoints -> a run directory),
                  import_marian, SentencePieceTokenizer
     keras-hub    TransformerBackbone, TransformerTokenizer, TransformerSeq2SeqLMPreprocessor, TransformerSeq2SeqLM
                  (keras_hub.models.Seq2SeqLM.from_preset, fit on strings, generate, LoRA, int8, presets)
-    export       export_run, export_saved_model, export_tflite, SavedModelTranslator, TFLiteTranslator,
-                 load_translator (any artifact)
+    export       export_run (every format of a run: SavedModel, TFLite, CTranslate2, preset)
+    translators  load_translator (any artifact), SavedModelTranslator, TFLiteTranslator, CTranslate2Translator
 
 `import keras_transformer` registers every class that a saved run refers to (the layers, the model's parts, the
 learning-rate schedule, the loss and the metric, and the keras-hub classes), so that
@@ -39,7 +39,7 @@ _EXPORTS = {
     "keras_transformer.models": ("build_transformer", "TransformerBackbone"),
     "keras_transformer.data.tokenizer": ("SubwordTokenizer", "train_tokenizers"),
     "keras_transformer.data.corpus": ("read_parallel_corpus",),
-    "keras_transformer.decoding": (None, "greedy_decode", "beam_search"),
+    "keras_transformer.decoding": (None, "generate", "greedy_decode", "beam_search"),
     "keras_transformer.decoding.translator": ("Translator",),
     "keras_transformer.runs.config": ("TrainingConfig", "check_settings"),
     "keras_transformer.runs.run": ("Run", "load_run"),
@@ -49,9 +49,9 @@ _EXPORTS = {
     "keras_transformer.importers": ("import_checkpoint", "import_marian"),
     "keras_transformer.data.sentencepiece_tokenizer": ("SentencePieceTokenizer",),
     "keras_transformer.export.exporter": ("export_run",),
-    "keras_transformer.export.saved_model": ("export_saved_model", "SavedModelTranslator"),
-    "keras_transformer.export.tflite": ("export_tflite", "TFLiteTranslator"),
-    "keras_transformer.translators": ("load_translator",),
+    "keras_transformer.translators": (
+        "load_translator", "SavedModelTranslator", "TFLiteTranslator", "CTranslate2Translator",
+    ),
 }
 
 _LAZY_NAMES, __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -468,7 +468,7 @@ def test_saved_model_matches_python_translator(saved_model_path, python_translat
 
 @functools.lru_cache(maxsize=None)
 def _saved_model_translator(path):
-    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.translators import SavedModelTranslator
 
     return SavedModelTranslator(path)
 

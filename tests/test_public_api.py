@@ -1,8 +1,8 @@
 """The public API at the top level: every name has a docstring with an example, and every example runs.
 
-Examples that need a trained run, an exported SavedModel or a TFLite file get them as `run_dir`,
-`saved_model_dir` and `tflite_path` (built once here, as a reader would with `train` and `export_run`), and an
-empty directory as `tmp`.
+Examples that need a trained run, an exported SavedModel, a TFLite file or a CTranslate2 directory get them as
+`run_dir`, `saved_model_dir`, `tflite_path` and `ctranslate2_dir` (built once here, as a reader would with `train`
+and `export_run`), and an empty directory as `tmp`.
 """
 
 import doctest
@@ -26,8 +26,10 @@ def artifacts(tmp_path_factory):
                                                 "max_length": 32},
                                 training_settings={"epochs": 1, "vocab_size": 200, "jit_compile": False}, verbose=0)
     paths = keras_transformer.export_run(str(root / "run"), saved_model=str(root / "saved"),
-                                         tflite=str(root / "t.tflite"), max_length=8, verbose=0)
-    artifacts = {"run_dir": str(root / "run"), "saved_model_dir": paths["saved_model"], "tflite_path": paths["tflite"]}
+                                         tflite=str(root / "t.tflite"), ctranslate2=str(root / "ct2"), max_length=8,
+                                         verbose=0)
+    artifacts = {"run_dir": str(root / "run"), "saved_model_dir": paths["saved_model"], "tflite_path": paths["tflite"],
+                 "ctranslate2_dir": paths["ctranslate2"]}
     try:  # an OPUS-MT checkpoint in the Hugging Face layout, for the pretrained-model examples
         from tests.importers.marian_files import make_marian_checkpoint
 
@@ -43,9 +45,9 @@ PUBLIC = [name for name in keras_transformer.__all__
 
 
 def test_the_top_level_names():
-    assert {"train", "load_run", "Run", "TrainingConfig", "Translator", "export_run", "export_saved_model",
-            "export_tflite", "PositionalEmbedding", "MultiHeadAttention", "TransformerEncoder",
-            "TransformerDecoder", "build_transformer"} <= set(PUBLIC)
+    assert {"train", "load_run", "Run", "TrainingConfig", "Translator", "export_run", "load_translator",
+            "SavedModelTranslator", "TFLiteTranslator", "CTranslate2Translator", "PositionalEmbedding",
+            "MultiHeadAttention", "TransformerEncoder", "TransformerDecoder", "build_transformer"} <= set(PUBLIC)
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -13,8 +13,9 @@ Layers, lowest first (a module may import its own layer and those below; data fl
     5  runs                               the run directory
     5.5 importers                         other toolkits' checkpoints -> a run directory
     5.7 tasks                             keras-hub's classes over a run (a preset is one of export's formats)
-    6  training, export                   what is built on a run
-    7  quickstart, cli, translators       the front (translators: load_translator over every artifact)
+    6  training, export                   what is built on a run (export: the writers of every format)
+    6.5 translators                       the clients of every artifact, and load_translator over them
+    7  quickstart, cli                    the front
 
 Every import of the package counts, at module level or inside a function (a lazy import is still an arrow).
 The package's own `__init__` files (lazy re-exports) are not counted as importers.
@@ -35,7 +36,8 @@ LAYERS = {
     "importers": 5.5,
     "tasks": 5.7,
     "training": 6, "export": 6,
-    "quickstart": 7, "translators": 7,
+    "translators": 6.5,
+    "quickstart": 7,
     "serving": 7.5,
     "cli": 8,
 }

@@ -11,17 +11,22 @@ from keras_transformer.cli.settings import read_stdin_lines
 
 
 def _load_translator(path):
-    """`(translator, decoding)` for any artifact (`keras_transformer.translators`)."""
-    from keras_transformer.translators import load_translator_and_decoding
+    """`(translator, decoding)` for any artifact: `decoding` is a run's `decoding.json` (`None` for an export)."""
+    from keras_transformer.translators import load_translator
 
-    return load_translator_and_decoding(path)
+    translator = load_translator(path)
+    return translator, translator.decoding
 
 
 def _load_run_translator(path):
     """`(Translator, decoding)` for a run directory or an ensemble directory (`keras-transformer ensemble`)."""
-    from keras_transformer.translators import load_run_translator
+    from keras_transformer.decoding.translator import Translator
 
-    return load_run_translator(path)
+    translator, decoding = _load_translator(path)
+    if not isinstance(translator, Translator):
+        raise ValueError(f"{path}: an export decodes as it was exported; choose the decoding of the run directory it "
+                         "came from (then export it again)")
+    return translator, decoding
 
 
 def _with_length_penalty_rule(translator, decoding, rule):

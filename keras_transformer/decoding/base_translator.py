@@ -3,8 +3,6 @@ CTranslate2, a preset), and the helpers the exported translators share."""
 
 import math
 
-import numpy as np
-
 from keras_transformer.decoding import arguments
 
 
@@ -31,6 +29,7 @@ class BaseTranslator:
     """
 
     languages = ()  # a multilingual model's language codes; empty for a one-pair model
+    decoding = None  # a run's `DecodingSettings` (its `decoding.json`); `None` for an export, which decodes as exported
     default_languages = (None, None)  # its default (source, target) codes, `None` where it has none
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=32, max_length=None, verbose=0,
@@ -113,21 +112,32 @@ def check_fixed_setting(artifact, name, value, fixed, flag):
                      f"{value}`, or translate the run directory")
 
 
-def translate_in_batches(texts, batch_size, verbose, translate_batch, columns=()):
-    """`translate_batch(list of UTF-8 bytes, *column chunks) -> list of str` over `texts`, sorted by length,
-    `batch_size` at a time; the translations in the order of `texts`. `columns`: lists with one value per text
-    (a row's language codes), cut into the same chunks."""
+def length_batches(lengths, batch_size):
+    """Index lists of at most `batch_size` items, shortest first, so that items of similar length go together (the
+    sort is stable: equal lengths keep their order). `lengths`: `{index: length}` or a list of lengths."""
     batch_size = arguments.check_positive_int("batch_size", batch_size)
+    items = lengths.items() if isinstance(lengths, dict) else enumerate(lengths)
+    order = [i for i, _ in sorted(items, key=lambda item: item[1])]
+    return [order[begin: begin + batch_size] for begin in range(0, len(order), batch_size)]
+
+
+def translate_in_batches(texts, batch_size, verbose, translate_batch, columns=()):
+    """The one sort-and-batch loop of the translators: `translate_batch(list of UTF-8 bytes, *column chunks) -> list`
+    over `texts` sorted by length (`length_batches`), `batch_size` at a time; the results in the order of `texts`.
+    `columns`: lists with one value per text (a row's language codes, a prefix, a given translation), cut into the
+    same chunks."""
     encoded = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
+    for column in columns:
+        if len(column) != len(encoded):
+            raise ValueError(f"{len(encoded)} texts but {len(column)} values in a list that takes one per text")
     outputs = [""] * len(encoded)
-    order = np.argsort([len(t) for t in encoded], kind="stable")
     progress = None
+    batches = length_batches([len(t) for t in encoded], batch_size)
     if verbose and len(encoded):
         import keras
 
         progress = keras.utils.Progbar(len(encoded), unit_name="sentence")
-    for begin in range(0, len(order), batch_size):
-        chunk = order[begin: begin + batch_size]
+    for chunk in batches:
         for i, text in zip(chunk, translate_batch([encoded[i] for i in chunk],
                                                   *[[column[i] for i in chunk] for column in columns])):
             outputs[i] = text

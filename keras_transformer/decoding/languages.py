@@ -11,6 +11,7 @@ pair and refuses a language argument.
 import numpy as np
 
 from keras_transformer.data.packing import pack_rows
+from keras_transformer.decoding.base_translator import length_batches
 
 
 def is_multilingual(tokenizer):
@@ -85,10 +86,8 @@ def translate_into(translator, texts, todo, rows, sampler, pair, batch_size, max
     check_languages(source, target, source_language, target_language)
     source_ids = language_ids(source, source_language, len(texts), source.source_language, "source_language")[todo]
     target_ids = language_ids(target, target_language, len(texts), target.target_language, "target_language")[todo]
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     tokens = [None] * len(rows)
-    for begin in range(0, len(order), batch_size):
-        chunk = order[begin: begin + batch_size]
+    for chunk in length_batches([len(row) for row in rows], batch_size):
         sources = pack_with_languages([rows[i] for i in chunk], source_ids[chunk], source.end_id,
                                       translator.parts.max_length)
         found, _ = translator._search(sources, sampler, max_length, first_token=target_ids[chunk])

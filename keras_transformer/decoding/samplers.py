@@ -265,5 +265,17 @@ def generate(model, encoder_inputs, max_length, start_id, end_id, sampler="greed
         sampler: see `get_sampler`.
         jit_compile: `None` (default) compiles the decoding loop with XLA for eager calls on TensorFlow and JAX
             (see `greedy_decode`); `True` always, `False` never.
+
+    `greedy_decode` and `beam_search` are this function with `"greedy"` and a `BeamSampler`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_transformer import build_transformer
+    >>> model = build_transformer(50, 50, num_layers=1, d_model=16, num_heads=2, d_ff=32)
+    >>> sources = np.array([[5, 6, 7, 0]])
+    >>> tokens = generate(model, sources, max_length=8, start_id=1, end_id=2, sampler=BeamSampler(num_beams=2))
+    >>> tokens.shape[0], tokens.shape[1] <= 8
+    (1, True)
     """
     return get_sampler(sampler).decode(model, encoder_inputs, max_length, start_id, end_id, jit_compile=jit_compile)

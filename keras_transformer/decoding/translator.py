@@ -16,6 +16,7 @@ from keras_transformer.decoding.alignment import align_words
 from keras_transformer.decoding.alignment import piece_words
 from keras_transformer.decoding.attention_plot import plot_cross_attention
 from keras_transformer.decoding.base_translator import BaseTranslator
+from keras_transformer.decoding.base_translator import length_batches
 from keras_transformer.decoding.batch_shapes import BatchShapes
 from keras_transformer.decoding.batch_shapes import pad_batch
 from keras_transformer.decoding.batch_shapes import pad_rows
@@ -217,12 +218,6 @@ class Translator(BaseTranslator):
             return []
         return [t.decode("utf-8", errors="replace") for t in self.target_tokenizer.detokenize(tokens).numpy()]
 
-    def _chunks(self, rows, batch_size, skip=()):
-        """Index lists of at most `batch_size` texts, texts of similar length together (`rows`: token lists)."""
-        batch_size = arguments.check_positive_int("batch_size", batch_size)
-        order = sorted((i for i in range(len(rows)) if i not in skip), key=lambda i: len(rows[i]))
-        return [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
-
     def _check_single_model(self, what):
         if isinstance(self.parts, EnsembleParts):
             raise ValueError(f"{what} reads one model's probabilities or attention; an ensemble averages several: "
@@ -244,7 +239,7 @@ class Translator(BaseTranslator):
         rows = tokenize_rows(self.source_tokenizer, texts)
         blank = {i for i, t in enumerate(texts) if is_blank(t)}
         results = [[("", 0.0)] for _ in texts]
-        for chunk in self._chunks(rows, batch_size, skip=blank):
+        for chunk in length_batches({i: len(row) for i, row in enumerate(rows) if i not in blank}, batch_size):
             source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
             tokens, scores = self._search(source_ids, sampler, max_length, num_hypotheses=n_best, with_scores=True)
             if n_best == 1:  # beam search returns `[B, L]` and `[B]` for one hypothesis
@@ -274,7 +269,7 @@ class Translator(BaseTranslator):
         targets = [[int(t) for t in row[: self.parts.max_length - 1]] + [end]
                    for row in tokenize_rows(self.target_tokenizer, translations)]
         results = [None] * len(texts)
-        for chunk in self._chunks(sources, batch_size):
+        for chunk in length_batches([len(row) for row in sources], batch_size):
             source_ids = pad_source_rows([sources[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
             width = max(len(targets[i]) for i in chunk)
             decoder_inputs = np.zeros((len(chunk), width), dtype="int32")
@@ -312,7 +307,7 @@ class Translator(BaseTranslator):
         rows = tokenize_rows(self.source_tokenizer, texts)
         blank = {i for i, t in enumerate(texts) if is_blank(t) and not forced[i]}
         outputs = [""] * len(texts)
-        for chunk in self._chunks(rows, batch_size, skip=blank):
+        for chunk in length_batches({i: len(row) for i, row in enumerate(rows) if i not in blank}, batch_size):
             source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
             # Every prefix padded to the longest one allowed: one compiled shape, whatever prefixes come in.
             prefix = np.zeros((len(chunk), max(1, limit)), dtype="int32")
@@ -339,7 +334,7 @@ class Translator(BaseTranslator):
         blank = {i for i, t in enumerate(texts) if is_blank(t)}
         results = [("", [])] * len(texts)
         end = self.target_tokenizer.end_id
-        for chunk in self._chunks(rows, batch_size, skip=blank):
+        for chunk in length_batches({i: len(row) for i, row in enumerate(rows) if i not in blank}, batch_size):
             source_ids = pad_source_rows([rows[i] for i in chunk], self.source_tokenizer, self.parts.max_length)
             tokens, _ = self._search(source_ids, sampler, max_length)
             translations = self._detokenize(tokens)
@@ -412,7 +407,8 @@ class Translator(BaseTranslator):
         # Blank as the exported graph sees it (FastWordpiece's whitespace), so both give the same outputs.
         todo = [i for i, t in enumerate(texts) if not is_blank(t)]
         rows = dict(zip(todo, tokenize_rows(self.source_tokenizer, [texts[i] for i in todo])))  # tokenized once
-        order = sorted(todo, key=lambda i: len(rows[i]))  # stable: equal lengths keep their order
+        batches = length_batches({i: len(rows[i]) for i in todo}, batch_size)
+        order = [i for chunk in batches for i in chunk]
         progress = keras.utils.Progbar(len(order), unit_name="sentence") if verbose and order else None
         if languages.is_multilingual(self.target_tokenizer) or source_language or target_language:
             for i, text in zip(todo, languages.translate_into(self, texts, todo, [rows[i] for i in todo], sampler, (
@@ -426,8 +422,7 @@ class Translator(BaseTranslator):
             for i, text in zip(order, self._detokenize(tokens)):
                 outputs[i] = text
             return outputs
-        for begin in range(0, len(order), batch_size):
-            chunk = order[begin: begin + batch_size]
+        for chunk in batches:
             tokens, _ = self._decode_rows([rows[i] for i in chunk], sampler, max_length)
             decoded = self.target_tokenizer.detokenize(tokens).numpy()
             for i, text in zip(chunk, decoded):

@@ -25,14 +25,14 @@ def exported(run_dir, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def saved_translator(exported):
-    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.translators import SavedModelTranslator
 
     return SavedModelTranslator(exported["saved_model"])
 
 
 @pytest.fixture(scope="session")
 def tflite_translator(exported):
-    from keras_transformer.export import TFLiteTranslator
+    from keras_transformer.translators import TFLiteTranslator
 
     return TFLiteTranslator(exported["tflite"])
 

@@ -3,8 +3,8 @@ import os
 import sys
 
 from keras_transformer import cli
-from keras_transformer.export import SavedModelTranslator
 from keras_transformer.export.exporter import default_saved_model_path
+from keras_transformer.translators import SavedModelTranslator
 from tests.export.helpers import BAD_INPUTS
 from tests.export.helpers import SENTENCES
 
@@ -127,8 +127,8 @@ def test_export_decodes_as_tune_chose_by_default(run_dir, tmp_path, capsys):
     import shutil
 
     from keras_transformer.decoding.tuning import DecodingSettings
-    from keras_transformer.export.saved_model import SavedModelTranslator
     from keras_transformer.runs.run import write_decoding_settings
+    from keras_transformer.translators.saved_model import SavedModelTranslator
 
     run = str(tmp_path / "run")
     shutil.copytree(run_dir, run)

@@ -15,9 +15,9 @@ from tests.export.helpers import write_tiny_run
 pytest.importorskip("ctranslate2")
 
 from keras_transformer.decoding.translator import Translator  # noqa: E402
-from keras_transformer.export.ctranslate2_model import CTranslate2Translator  # noqa: E402
 from keras_transformer.export.ctranslate2_model import export_ctranslate2  # noqa: E402
 from keras_transformer.runs.run import load_run  # noqa: E402
+from keras_transformer.translators.ctranslate2 import CTranslate2Translator  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["post-norm-separate", "pre-norm-tied-learned"])

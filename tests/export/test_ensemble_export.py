@@ -46,7 +46,7 @@ def ensemble(run_dir, tmp_path_factory):
 
 
 def test_the_saved_model_decodes_like_the_python_ensemble(ensemble, run):
-    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.translators import SavedModelTranslator
 
     ens, paths = ensemble
     members = load_ensemble(ens)
@@ -121,8 +121,8 @@ def test_an_ensemble_of_probabilities_exports_with_its_rule(ensemble):
 
 
 def test_the_tflite_model_translates_like_the_saved_model(ensemble):
-    from keras_transformer.export import SavedModelTranslator
-    from keras_transformer.export import TFLiteTranslator
+    from keras_transformer.translators import SavedModelTranslator
+    from keras_transformer.translators import TFLiteTranslator
 
     ens, paths = ensemble
     inputs = SENTENCES + BAD_INPUTS

@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_transformer.decoding import beam_search
 from keras_transformer.decoding.translator import Translator
 from keras_transformer.decoding.translator import encode_sources
-from keras_transformer.export import SavedModelTranslator
+from keras_transformer.translators import SavedModelTranslator
 from tests.export.helpers import BAD_INPUTS
 from tests.export.helpers import SENTENCES
 

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer.export import TFLiteTranslator
 from keras_transformer.export import TranslatorModule
 from keras_transformer.export import check_tflite_ops
 from keras_transformer.export import export_tflite
 from keras_transformer.export import tflite_op_names
 from keras_transformer.export.tflite import TFTEXT_CUSTOM_OPS
+from keras_transformer.translators import TFLiteTranslator
 from tests.export.helpers import BAD_INPUTS
 from tests.export.helpers import SENTENCES
 
@@ -45,7 +45,7 @@ def test_check_rejects_flex_and_unknown_custom_ops(tmp_path):
 
 
 def test_signature_takes_and_returns_strings(exported):
-    from keras_transformer.export import TFLiteTranslator
+    from keras_transformer.translators import TFLiteTranslator
 
     fresh = TFLiteTranslator(exported["tflite"])  # the shared one is resized by whichever test translated first
     signatures = fresh.interpreter.get_signature_list()

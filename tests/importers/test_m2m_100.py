@@ -111,7 +111,7 @@ def test_one_saved_model_translates_into_any_language_as_the_python_translator(i
     import sysconfig
 
     from keras_transformer import export_run
-    from keras_transformer.export import SavedModelTranslator
+    from keras_transformer.translators import SavedModelTranslator
     from keras_transformer.translators import load_translator
 
     path = str(tmp_path / "saved")
@@ -141,9 +141,9 @@ def test_the_tflite_file_takes_ids_and_translates_into_any_language_beside_its_t
                                                                                          monkeypatch):
     """NLLB's BPE tokenizer has no TFLite op: the file takes and returns token ids, its tokenizer is written beside
     it, and `TFLiteTranslator` (what `translate` loads) gives the Python translator's translations."""
-    from keras_transformer.export.tflite import TFLiteTranslator
     from keras_transformer.export.tflite import tflite_op_names
     from keras_transformer.translators import load_translator
+    from keras_transformer.translators.tflite import TFLiteTranslator
 
     path = tmp_path / "nllb.tflite"
     process = cli_here(capsys, "export", imported[0], "--saved-model", str(tmp_path / "saved"), "--tflite", str(path),
@@ -177,7 +177,7 @@ def test_the_ctranslate2_export_translates_as_ctranslate2s_own_conversion(checkp
     language is its `target_prefix`; greedy translations are transformers', and beam search gives what
     CTranslate2's own converter of the same checkpoint gives."""
     ctranslate2 = pytest.importorskip("ctranslate2")
-    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
+    from keras_transformer.translators.ctranslate2 import CTranslate2Translator
 
     path = str(tmp_path / "ct2")
     process = cli_here(capsys, "export", imported[0], "--ctranslate2", path)

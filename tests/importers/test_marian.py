@@ -127,10 +127,10 @@ def test_exports_translate_like_the_python_translator(imported, tmp_path, texts)
     from keras_transformer import export_run
     from keras_transformer import load_run
     from keras_transformer.decoding.translator import Translator
-    from keras_transformer.export.ctranslate2_model import CTranslate2Translator
     from keras_transformer.export.ctranslate2_model import export_ctranslate2
-    from keras_transformer.export.saved_model import SavedModelTranslator
-    from keras_transformer.export.tflite import TFLiteTranslator
+    from keras_transformer.translators.ctranslate2 import CTranslate2Translator
+    from keras_transformer.translators.saved_model import SavedModelTranslator
+    from keras_transformer.translators.tflite import TFLiteTranslator
 
     run = load_run(imported)
     # The run's decoding.json ends a translation at its max_length (transformers' forced_eos_token_id); exports

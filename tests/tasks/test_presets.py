@@ -14,13 +14,13 @@ import pytest
 
 from keras_transformer import load_translator
 from keras_transformer.export import TranslatorModule
-from keras_transformer.export.saved_model import SavedModelTranslator
 from keras_transformer.export.saved_model import export_saved_model
-from keras_transformer.export.tflite import TFLiteTranslator
 from keras_transformer.export.tflite import export_tflite
 from keras_transformer.runs.run import load_run
 from keras_transformer.tasks import PresetError
 from keras_transformer.tasks import TransformerSeq2SeqLM
+from keras_transformer.translators.saved_model import SavedModelTranslator
+from keras_transformer.translators.tflite import TFLiteTranslator
 from tests.export.helpers import SENTENCES
 
 pytestmark = pytest.mark.tensorflow_only
