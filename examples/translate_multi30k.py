@@ -56,12 +56,12 @@ def main(argv=None):
     from keras_transformer.data.corpus import ParallelCorpus
     from keras_transformer.data.corpus import download_multi30k
     from keras_transformer.data.corpus import read_parallel_corpus
-    from keras_transformer.decoding.translator import Translator
     from keras_transformer.runs.config import check_settings
     from keras_transformer.runs.config import load_settings_file
     from keras_transformer.runs.run import load_run
     from keras_transformer.scoring import corpus_scores
     from keras_transformer.training.trainer import train
+    from keras_transformer.translators import load_translator
 
     if args.members < 1:
         raise SystemExit(f"--members {args.members}: expected 1 or more")
@@ -113,20 +113,14 @@ def main(argv=None):
                 warn_if_members_are_short(member, settings.get("max_minutes"))
         train_seconds = time.time() - started
 
-    if len(runs) == 1:
-        run = runs[0]
-        translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
-        decoding = run.decoding
-    else:
+    if len(runs) > 1:
         from keras_transformer.runs.ensemble import is_ensemble_directory
-        from keras_transformer.runs.ensemble import load_ensemble
         from keras_transformer.runs.ensemble import write_ensemble
 
         if not is_ensemble_directory(args.output):
             write_ensemble(args.output, members)
-        ensemble = load_ensemble(args.output)
-        translator = Translator(ensemble.parts, ensemble.source_tokenizer, ensemble.target_tokenizer)
-        decoding = ensemble.decoding
+    translator = load_translator(args.output)  # the run, or the ensemble of the members
+    decoding = translator.decoding
     if args.tune and decoding is None and args.beam_size > 1:
         decoding = tune_on_validation(translator, args.output, path("val", src), path("val", tgt), args.beam_size,
                                       args.max_test_pairs)

@@ -40,9 +40,9 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
     import sys
 
     from keras_transformer.data.synthetic import make_synthetic_splits
-    from keras_transformer.decoding.translator import Translator
     from keras_transformer.runs.config import check_settings
     from keras_transformer.training.trainer import train
+    from keras_transformer.translators import load_translator
 
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
@@ -55,7 +55,7 @@ def run_quickstart(output_dir="saved_models/quickstart", settings=None, num_trai
     validation = heldout.split(min(200, len(heldout)), seed=1)[1]
     run = train(train_corpus, output_dir, val_data=validation, model_settings=model_settings,
                 training_settings=training_settings, verbose=verbose, overwrite=overwrite)
-    translator = Translator(run.model, run.source_tokenizer, run.target_tokenizer)
+    translator = load_translator(output_dir)
     hypotheses = translator.translate(list(heldout.sources), batch_size=128)
     score = exact_match(hypotheses, heldout.targets)
     if verbose:
