@@ -92,8 +92,9 @@ class _Rule:
         return True
 
 
-def int_rule(minimum=1, maximum=None, optional=False):
-    return _Rule("int", minimum=minimum, maximum=maximum, optional=optional)
+def int_rule(minimum=1, maximum=None, optional=False, text=None):
+    """An integer in [minimum, maximum]; `text` replaces the generated description in error messages."""
+    return _Rule("int", minimum=minimum, maximum=maximum, optional=optional, text=text)
 
 
 def rate_rule(optional=False):

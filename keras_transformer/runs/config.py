@@ -25,9 +25,8 @@ from keras_transformer.validation import text_rule
 
 # The 4 reserved tokens plus a few dozen characters: below this no corpus of words fits the vocabulary.
 MIN_VOCAB_SIZE = 64
-_VOCAB_SIZE = int_rule(MIN_VOCAB_SIZE, 1_000_000)
-_VOCAB_SIZE.text = (f"must be an integer >= {MIN_VOCAB_SIZE} (4 reserved tokens plus the corpus' characters) and "
-                    "<= 1000000")
+_VOCAB_SIZE = int_rule(MIN_VOCAB_SIZE, 1_000_000, text=f"must be an integer >= {MIN_VOCAB_SIZE} (4 reserved tokens "
+                                                          "plus the corpus' characters) and <= 1000000")
 
 
 @dataclasses.dataclass
