@@ -161,6 +161,14 @@ def open_text_file(path):
     return gzip.open(path, "rb") if compressed else open(path, "rb")
 
 
+def _text_line(line, path, number):
+    """One raw line (`"\n"` ending included or not) as text: the BOM of the first line and `"\r\n"` removed."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]
+    line = line[:-1] if line.endswith(b"\n") else line
+    return decode_line(line[:-1] if line.endswith(b"\r") else line, path, number)
+
+
 def _line_list(path, max_line_bytes):
     """The lines of a file as text (BOM and `"\r"` removed), `None` for a line over `max_line_bytes`."""
     lines, text_seen = [], False
@@ -168,10 +176,7 @@ def _line_list(path, max_line_bytes):
         with open_text_file(path) as f:
             for number, line in enumerate(bounded_lines(f, max_line_bytes), start=1):
                 if line is not None:
-                    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                        line = line[3:]
-                    line = line[:-1] if line.endswith(b"\n") else line
-                    line = decode_line(line[:-1] if line.endswith(b"\r") else line, path, number)
+                    line = _text_line(line, path, number)
                     text_seen = text_seen or bool(line.strip())
                 lines.append(line)
     except (OSError, EOFError, zlib.error) as error:
@@ -235,23 +240,10 @@ def decode_lines(data, name):
     >>> decode_lines(b"\\xef\\xbb\\xbfone\\r\\ntwo\\n", "<stdin>")
     ['one', 'two']
     """
-    path = name
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line_number = data.count(b"\n", 0, error.start) + 1
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        column = error.start - line_start + 1
-        raise CorpusError(
-            f"{path}:{line_number}: expected UTF-8 text, found the byte 0x{data[error.start]:02x} at byte "
-            f"{column} of the line that cannot be decoded"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [_text_line(line, name, number) for number, line in enumerate(lines, start=1)]
 
 
 def _filter_pairs(sources, targets, max_words, name):
