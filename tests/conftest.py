@@ -8,8 +8,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # references that tests and benchmark scripts run): N workers each spinning up a thread per core oversubscribe the
 # machine, which made the PyTorch pass three times slower on 2 cores.
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
+    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    os.environ.setdefault("OMP_NUM_THREADS", _share)
+    # TensorFlow's own intra-op pool likewise (its threads spin while they wait for work): 10% off the TensorFlow
+    # pass on 2 cores. The commands and scripts that tests start inherit it.
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
+# XLA compiles the test run's many small programs (TensorFlow's jit-compiled steps and exports, JAX's operations) with
+# its LLVM back end at -O0: the same HLO programs, compiled about a quarter faster; the tests' models are too small
+# for the generated code's speed to matter. The commands and scripts that tests start inherit it.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 # What the commands keep between runs (`serve`'s compilation cache) goes to a directory of the test run, not the
 # user's cache.
 os.environ["XDG_CACHE_HOME"] = _CACHE = tempfile.mkdtemp(prefix="keras-transformer-tests-cache-")
