@@ -7,10 +7,11 @@ filler pieces that the model computes and BPE never reaches) goes through what a
 - import: `keras-transformer import` in a process of its own, whose peak resident memory is reported against the
   float32 weights;
 - parity: the imported model's logits against transformers' on the same inputs (teacher-forced), max |difference|
-  (both models in a process of their own; so is every export: the timing process holds only the engines it times);
+  (both models in a process of their own; so are the exports: the timing process holds only the engines it times);
 - export: a SavedModel per decoding (greedy, beam 4), CTranslate2 float32 and int8 (`export --ctranslate2`), with
-  their sizes; TFLite with int8 weights (token ids in and out, its tokenizer beside it), its size or its failure,
-  and where it converts, its greedy time at batch 1 against CTranslate2 int8's;
+  their sizes; TFLite with int8 weights (token ids in and out, its tokenizer beside it; converted from the greedy
+  SavedModel's module), its size or its failure, and where it converts, its greedy time at batch 1 against
+  CTranslate2 int8's;
 - speed: ms per sentence at batch 1 and 8, greedy and beam 4, into three target languages mixed in each batch: our
   SavedModel (raw strings in, `target_language` per row), transformers' `generate(forced_bos_token_id=...)` in torch,
   and CTranslate2 float32 and int8 (the anchor: CTranslate2's own converter of the checkpoint, tokenized with
@@ -128,6 +129,17 @@ def in_own_process(call, **kwargs):
     return time.perf_counter() - begin, int(process.stdout.split("PEAK")[-1].split()[0]) * 1024
 
 
+def export_ours_to_ctranslate2(run_dir, work):
+    """Our CTranslate2 export of the run, float32 and int8, into `work/ct2_float32` and `work/ct2_int8` (run by
+    `in_own_process`: the run is loaded once for both)."""
+    from keras_transformer.export.ctranslate2_model import export_ctranslate2
+    from keras_transformer.runs.run import load_run
+
+    run = load_run(run_dir)
+    for quantization in (None, "int8"):
+        export_ctranslate2(run, os.path.join(work, f"ct2_{quantization or 'float32'}"), quantization=quantization)
+
+
 def convert_with_ctranslate2(checkpoint, output_dir):
     """CTranslate2's own converter of a Hugging Face checkpoint (run by `in_own_process`)."""
     import ctranslate2
@@ -175,38 +187,44 @@ def size_of(path):
 
 
 def export_all(run_dir, checkpoint, work, args):
-    """Every artifact, each written by a process of its own before any is loaded here: SavedModels (greedy, beam),
-    our CTranslate2 export (float32, int8), CTranslate2's own conversion (the anchor) and an int8 TFLite file
-    (greedy). Returns their sizes in bytes (the TFLite entry: its size, or why it failed)."""
+    """Every artifact, each written by a process of its own before any is loaded here: SavedModels (greedy, with the
+    int8 TFLite file converted from the same module, then beam), our CTranslate2 export (float32, int8) and
+    CTranslate2's own conversion (the anchor). Returns their sizes in bytes (the TFLite entry: its size, or why it
+    failed)."""
     sizes = {}
+    common = dict(run_dir=run_dir, max_length=args.max_new_tokens, length_penalty=1.0,
+                  length_penalty_rule="transformers", force_end=False, verbose=0)
     for beam, name in DECODINGS:
         path = os.path.join(work, f"saved_model_{name.replace(' ', '')}")
-        print(f"  SavedModel, {name} ...", flush=True)
-        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=path,
-                       max_length=args.max_new_tokens, beam_size=beam, length_penalty=1.0,
-                       length_penalty_rule="transformers", force_end=False, verbose=0)
+        if beam == 1:
+            print(f"  SavedModel, {name}, and TFLite, int8 weights ...", flush=True)
+            tflite = _export_with_tflite(path, os.path.join(work, "nllb.tflite"), common)
+        if not os.path.isdir(path):  # beam search, or a TFLite conversion that failed before the SavedModel
+            print(f"  SavedModel, {name} ...", flush=True)
+            in_own_process("keras_transformer.export_run", saved_model=path, beam_size=beam, **common)
         sizes[f"SavedModel ({name})"] = size_of(path)
-    for quantization in (None, "int8"):  # our export: its sizes, and its translations checked against the anchor's
-        path = os.path.join(work, f"ct2_{quantization or 'float32'}")
-        print(f"  CTranslate2 {quantization or 'float32'} (export --ctranslate2) ...", flush=True)
-        in_own_process("keras_transformer.export.ctranslate2_model.export_ctranslate2", run=run_dir, path=path,
-                       quantization=quantization)
-        sizes[f"CTranslate2 {quantization or 'float32'} (ours)"] = size_of(path)
+    # Our export: its sizes, and its translations checked against the anchor's.
+    print("  CTranslate2 float32 and int8 (export --ctranslate2) ...", flush=True)
+    in_own_process("multilingual.export_ours_to_ctranslate2", run_dir=run_dir, work=work)
+    for quantization in ("float32", "int8"):
+        sizes[f"CTranslate2 {quantization} (ours)"] = size_of(os.path.join(work, f"ct2_{quantization}"))
     print("  CTranslate2's own converter ...", flush=True)
     in_own_process("multilingual.convert_with_ctranslate2", checkpoint=checkpoint,
                    output_dir=os.path.join(work, "ct2_theirs"))
-    print("  TFLite, int8 weights (greedy) ...", flush=True)
+    sizes["TFLite (int8 weights)"] = tflite
+    return sizes
+
+
+def _export_with_tflite(saved_model, tflite, common):
+    """The greedy SavedModel and the int8 TFLite file of the same module, in one process; the TFLite file's size,
+    or why it failed (the SavedModel is written first, unless the file is refused before any work)."""
     try:
-        in_own_process("keras_transformer.export_run", run_dir=run_dir, saved_model=os.path.join(
-            work, "saved_model_tflite"), tflite=os.path.join(work, "nllb.tflite"), tflite_quantize="dynamic_range",
-            max_length=args.max_new_tokens, beam_size=1, length_penalty=1.0, length_penalty_rule="transformers",
-            force_end=False, verbose=0)
-        sizes["TFLite (int8 weights)"] = size_of(os.path.join(work, "nllb.tflite"))
+        in_own_process("keras_transformer.export_run", saved_model=saved_model, tflite=tflite,
+                       tflite_quantize="dynamic_range", beam_size=1, **common)
+        return size_of(tflite)
     except RuntimeError as error:
         lines = [line for line in str(error).splitlines() if line.strip()]
-        sizes["TFLite (int8 weights)"] = "failed: " + (lines[-1].split(": ", 1)[-1] if lines else "?")
-    shutil.rmtree(os.path.join(work, "saved_model_tflite"), ignore_errors=True)
-    return sizes
+        return "failed: " + (lines[-1].split(": ", 1)[-1] if lines else "?")
 
 
 def load_engines(checkpoint, tokenizer, work, args):
