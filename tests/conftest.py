@@ -10,12 +10,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
     os.environ.setdefault("OMP_NUM_THREADS", _share)
-    # TensorFlow's own intra-op pool likewise (its threads spin while they wait for work): 10% off the TensorFlow
-    # pass on 2 cores. The commands and scripts that tests start inherit it.
+    # TensorFlow's own intra-op pool likewise (its threads spin while they wait for work): about a tenth off
+    # TensorFlow-heavy test files on 2 cores. The commands and scripts that tests start inherit it.
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
 # XLA compiles the test run's many small programs (TensorFlow's jit-compiled steps and exports, JAX's operations) with
-# its LLVM back end at -O0: the same HLO programs, compiled about a quarter faster; the tests' models are too small
-# for the generated code's speed to matter. The commands and scripts that tests start inherit it.
+# its LLVM back end at -O0: the same HLO programs, compiled faster (a quarter off XLA-heavy test files, a sixth off
+# JAX's compile of one operation); the tests' models are too small for the generated code's speed to matter. The
+# commands and scripts that tests start inherit it.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 # What the commands keep between runs (`serve`'s compilation cache) goes to a directory of the test run, not the
