@@ -194,12 +194,12 @@ def export_all(run_dir, checkpoint, work, args):
     sizes = {}
     common = dict(run_dir=run_dir, max_length=args.max_new_tokens, length_penalty=1.0,
                   length_penalty_rule="transformers", force_end=False, verbose=0)
+    paths = {beam: os.path.join(work, f"saved_model_{name.replace(' ', '')}") for beam, name in DECODINGS}
+    print("  SavedModel, greedy, and TFLite, int8 weights ...", flush=True)
+    tflite = _export_with_tflite(paths[1], os.path.join(work, "nllb.tflite"), common)
     for beam, name in DECODINGS:
-        path = os.path.join(work, f"saved_model_{name.replace(' ', '')}")
-        if beam == 1:
-            print(f"  SavedModel, {name}, and TFLite, int8 weights ...", flush=True)
-            tflite = _export_with_tflite(path, os.path.join(work, "nllb.tflite"), common)
-        if not os.path.isdir(path):  # beam search, or a TFLite conversion that failed before the SavedModel
+        path = paths[beam]
+        if not os.path.isdir(path):  # beam search, or a TFLite file refused before the greedy SavedModel was written
             print(f"  SavedModel, {name} ...", flush=True)
             in_own_process("keras_transformer.export_run", saved_model=path, beam_size=beam, **common)
         sizes[f"SavedModel ({name})"] = size_of(path)
