@@ -7,7 +7,8 @@ Trains the same tiny Transformer (fixed seed, no dropout, the same global batche
 * the Keras distribution API on JAX (`jax.distributed` + `keras.distribution.DataParallel`), 2 processes over
   127.0.0.1, through `keras_transformer.training.distribution` (what `--distribute multi-host` runs).
 
-    python benchmarks/engines.py
+    python benchmarks/engines.py                  # both engines
+    python benchmarks/engines.py --engines mwms   # TensorFlow's engine only
 """
 
 import argparse
@@ -21,6 +22,8 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 RESULT = "RESULT "
 GLOBAL_BATCH, STEPS, EPOCHS, VOCAB, LENGTH = 16, 6, 3, 50, 10
+ENGINES = ("mwms", "jax")
+BACKENDS = {"mwms": "tensorflow", "jax": "jax"}
 
 
 def _data():
@@ -110,6 +113,9 @@ def _outcome(processes):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES),
+                        help="the multi-host engines to run, each with its backend's one-process reference "
+                             "(default: both)")
     parser.add_argument("--worker", choices=["single", "mwms", "jax"], help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -121,24 +127,15 @@ def main():
     base = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     rows = []
     references = {}
-    for backend in ("tensorflow", "jax"):
+    for backend in [BACKENDS[engine] for engine in ENGINES if engine in args.engines]:
         results, error = _outcome([_launch("single", 0, dict(base, KERAS_BACKEND=backend), 0)])
         references[backend] = results[0] if results else None
         rows.append([f"one process ({backend})", "yes" if results else "no", _fmt(references[backend]), error or ""])
 
-    ports = [_free_port(), _free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    processes = [_launch("mwms", i, dict(base, KERAS_BACKEND="tensorflow", TF_CONFIG=json.dumps(
-        {"cluster": cluster, "task": {"type": "worker", "index": i}})), 0) for i in range(2)]
-    results, error = _outcome(processes)
-    rows.append(["MultiWorkerMirroredStrategy, 2 processes (tensorflow)", "yes" if results else "no",
-                 _fmt(results[0]) if results else "", error or _agreement(results, references["tensorflow"])])
-
-    port = _free_port()
-    processes = [_launch("jax", i, dict(base, KERAS_BACKEND="jax"), port) for i in range(2)]
-    results, error = _outcome(processes)
-    rows.append(["keras.distribution DataParallel, 2 processes (jax)", "yes" if results else "no",
-                 _fmt(results[0]) if results else "", error or _agreement(results, references["jax"])])
+    if "mwms" in args.engines:
+        rows.append(_mwms_row(base, references["tensorflow"]))
+    if "jax" in args.engines:
+        rows.append(_jax_row(base, references["jax"]))
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import keras
@@ -148,6 +145,24 @@ def main():
     print(f"keras {keras.__version__}, tensorflow {tf.__version__}, jax {_jax_version()}; {EPOCHS} epochs of "
           f"{STEPS} global batches of {GLOBAL_BATCH}")
     print_table(["engine", "fit() runs", "losses per epoch", "notes"], rows)
+
+
+def _mwms_row(base, reference):
+    ports = [_free_port(), _free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    processes = [_launch("mwms", i, dict(base, KERAS_BACKEND="tensorflow", TF_CONFIG=json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": i}})), 0) for i in range(2)]
+    results, error = _outcome(processes)
+    return ["MultiWorkerMirroredStrategy, 2 processes (tensorflow)", "yes" if results else "no",
+            _fmt(results[0]) if results else "", error or _agreement(results, reference)]
+
+
+def _jax_row(base, reference):
+    port = _free_port()
+    processes = [_launch("jax", i, dict(base, KERAS_BACKEND="jax"), port) for i in range(2)]
+    results, error = _outcome(processes)
+    return ["keras.distribution DataParallel, 2 processes (jax)", "yes" if results else "no",
+            _fmt(results[0]) if results else "", error or _agreement(results, reference)]
 
 
 def _jax_version():
