@@ -4,6 +4,7 @@ docs/reliability.md, written by `python tools/reliability.py`."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.slow
 def test_the_fast_reliability_cases(tmp_path):
     rows_path = tmp_path / "rows.json"
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reliability.py"), "--fast",
+    process = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reliability.py"), "--fast", "--in-process",
                               "--output", str(tmp_path / "table.md"), "--json", str(rows_path)],
                              capture_output=True, text=True, timeout=900)
     rows = json.loads(rows_path.read_text())
@@ -24,3 +25,44 @@ def test_the_fast_reliability_cases(tmp_path):
     assert process.returncode == 0, process.stdout[-3000:]
     assert len(rows) >= 30
     assert {row["area"] for row in rows} >= {"train", "translate", "evaluate", "export", "quickstart", "python-api"}
+
+
+def test_a_case_through_a_fresh_process_is_classified_as_in_process(tmp_path):
+    """The fast part runs in one interpreter (`--in-process`); one case also through a real `keras-transformer`
+    process gives the same row."""
+    rows = {}
+    for mode in ([], ["--in-process"]):
+        rows_path = tmp_path / f"rows{len(mode)}.json"
+        process = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reliability.py"), "--only",
+                                  "translate-missing", *mode, "--json", str(rows_path)],
+                                 capture_output=True, text=True, timeout=900)
+        assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+        (row,) = json.loads(rows_path.read_text())
+        rows[bool(mode)] = (row["outcome"], re.sub(r"kt-reliability-\w+", "WORK", row["detail"]))
+    assert rows[True][0] == "clear error" and rows[True] == rows[False], rows
+
+
+def test_in_process_cases_see_tracebacks_exit_statuses_and_their_input_and_leave_no_trace(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "tools"))
+    import reliability
+
+    class Ctx:
+        work = str(tmp_path)
+
+    def crash():
+        raise RuntimeError("deep inside")
+
+    def read_and_exit():
+        print("read", sys.stdin.read().strip(), os.environ["CASE_VALUE"], os.getcwd())
+        sys.exit(2)
+
+    before = os.getcwd(), dict(os.environ), list(sys.path), sys.stdin
+    crashed = reliability._in_process(crash, Ctx, b"", None)
+    exited = reliability._in_process(read_and_exit, Ctx, b"hello\n", {"CASE_VALUE": "7"})
+    message = reliability._in_process(lambda: sys.exit("keras-transformer x: error: bad"), Ctx, b"", None)
+    assert (os.getcwd(), dict(os.environ), list(sys.path), sys.stdin) == before
+    assert crashed.rc == 1 and "Traceback (most recent call last)" in crashed.err and "deep inside" in crashed.err
+    assert (exited.rc, exited.out.strip()) == (2, f"read hello 7 {tmp_path}")
+    assert message.rc == 1 and "error: bad" in message.err
+    case = reliability.Case("x", "train", "a crash", "error", None, names="x")
+    assert reliability.classify(case, crashed)[0] == "traceback"

@@ -2,7 +2,8 @@
 exported artifacts, each with what was expected and what happened. Writes docs/reliability.md.
 
     python tools/reliability.py                 # every case (about 10 minutes on 2 cores), writes the table
-    python tools/reliability.py --fast          # the cases that need no trained model (CI runs these)
+    python tools/reliability.py --fast          # the cases that need no trained model
+    python tools/reliability.py --fast --in-process   # the same, each case in this interpreter (CI runs this)
     python tools/reliability.py --only nul      # the cases whose id contains "nul"
 
 A case expects either a clear error or that it works. What happened is classified as:
@@ -22,6 +23,7 @@ import argparse
 import contextlib
 import dataclasses
 import gzip
+import io
 import json
 import os
 import re
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "keras_transformer.cli"]
@@ -62,7 +65,15 @@ class Result:
     lost: bool = False
 
 
+# `--in-process`: each case calls the CLI's `main()`, or runs its Python code, in this interpreter.
+IN_PROCESS = False
+
+
 def run_cli(args, ctx, stdin=b"", timeout=600, env=None):
+    if IN_PROCESS:
+        from keras_transformer import cli
+
+        return _in_process(lambda: cli.main(list(args)), ctx, stdin, env)
     process = subprocess.run(CLI + list(args), input=stdin, capture_output=True, cwd=ctx.work, timeout=timeout,
                              env={**os.environ, "PYTHONPATH": ROOT, **(env or {})})
     return Result(process.returncode, process.stdout.decode("utf-8", "replace"),
@@ -71,11 +82,44 @@ def run_cli(args, ctx, stdin=b"", timeout=600, env=None):
 
 def python_case(code, ctx, timeout=600):
     """Runs Python code in a fresh interpreter (the API cases); it prints `OK ...` or raises."""
+    if IN_PROCESS:
+        result = _in_process(lambda: exec(compile(code, "<case>", "exec"), {"__name__": "__case__"}), ctx, b"",
+                             {"TF_CPP_MIN_LOG_LEVEL": "3"})
+        return dataclasses.replace(result, ok="OK" in result.out, note=_last_line(result.out))
     process = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ctx.work, timeout=timeout,
                              env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"})
     out = process.stdout.decode("utf-8", "replace")
     err = process.stderr.decode("utf-8", "replace")
     return Result(process.returncode, out, err, ok="OK" in out, note=_last_line(out))
+
+
+def _in_process(call, ctx, stdin, env):
+    """`call()` as a process would run it: in `ctx.work`, with `env` set, `stdin` as its standard input and its
+    output captured; `SystemExit` gives the exit status, and an exception that escapes is printed as the traceback
+    a user would see (status 1). The working directory, environment, `sys.path` and standard streams are restored."""
+    saved = os.getcwd(), dict(os.environ), list(sys.path), sys.stdin
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.chdir(ctx.work)
+        os.environ.update({"PYTHONPATH": ROOT, **(env or {})})
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = call() or 0
+            except SystemExit as exit_:
+                rc = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+                if isinstance(exit_.code, str):
+                    print(exit_.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - what reaches the user of a real process: the traceback
+                traceback.print_exc()
+                rc = 1
+    finally:
+        os.chdir(saved[0])
+        os.environ.clear()
+        os.environ.update(saved[1])
+        sys.path[:] = saved[2]
+        sys.stdin = saved[3]
+    return Result(rc, out.getvalue(), err.getvalue())
 
 
 def meaningful_lines(text):
@@ -822,7 +866,8 @@ def write_table(rows, path, seconds, selection):
         "",
         "Written by `python tools/reliability.py` (every case through the real `keras-transformer` command, the",
         "Python API or the exported artifacts, each in a fresh process). CI runs the fast part",
-        "(`tests/test_reliability.py`: the cases that need no trained model). Classification: see the script's",
+        "(`tests/test_reliability.py`: the cases that need no trained model, in one interpreter with `--in-process`,",
+        "and one of them through a fresh process as well). Classification: see the script's",
         "docstring; a clear error is exit status 2 with one `error:` line naming the input at fault.",
         "",
         f"Cases: **{len(rows)}**{'' if selection == 'all' else f' ({selection})'} in {seconds / 60:.1f} min: "
@@ -972,7 +1017,13 @@ def main(argv=None):
     parser.add_argument("--output", default=os.path.join(ROOT, "docs", "reliability.md"),
                         help="the Markdown table to write (default docs/reliability.md; none with --only)")
     parser.add_argument("--json", help="also write the rows as JSON here")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run each case in this interpreter (the CLI's main(), the API cases' code) instead of a "
+                             "fresh one: the same code paths without a TensorFlow start-up per case (CI's fast part "
+                             "runs so); what only a fresh process shows, its start-up and exit, is left out")
     args = parser.parse_args(argv)
+    global IN_PROCESS
+    IN_PROCESS = args.in_process
     cases = [c for c in CASES if (not args.fast or c.fast) and (not args.only or args.only in c.id)]
     rows = []
     start = time.time()
