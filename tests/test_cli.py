@@ -32,8 +32,11 @@ def tiny_run(tmp_path_factory):
     val_src = _write(root / "val.src", heldout.sources)
     val_tgt = _write(root / "val.tgt", heldout.targets)
     out = str(root / "run")
+    # A settings file supplies the warm-up and a d_ff that the flag overrides (test_config_file_...).
+    config = _write(root / "settings.yaml", ["warmup_steps: 50", "d_ff: 48"])
+    flags = TINY[:TINY.index("--warmup-steps")] + TINY[TINY.index("--warmup-steps") + 2:]
     assert cli.main(["train", "--src", src, "--tgt", tgt, "--val-src", val_src, "--val-tgt", val_tgt,
-                     "--output", out, *TINY]) == 0
+                     "--output", out, "--config", config, *flags]) == 0
     return root, out, heldout
 
 
@@ -244,16 +247,12 @@ def test_length_penalty_is_checked_and_damaged_decoding_json_is_named(tiny_run, 
     assert "decoding.json: damaged or not written by keras-transformer tune" in capsys.readouterr().err
 
 
-def test_config_file_supplies_settings_and_flags_win(tiny_run, tmp_path):
-    root, _, _ = tiny_run
-    config = tmp_path / "settings.yaml"
-    config.write_text("d_model: 16\nnum_heads: 2\nepochs: 1\nnum_layers: 1\nd_ff: 32\nvocab_size: 150\n"
-                      "max_length: 24\nwarmup_steps: 10\n")
-    out = str(tmp_path / "run")
-    assert cli.main(["train", "--src", str(root / "train.src"), "--tgt", str(root / "train.tgt"), "--output", out,
-                     "--config", str(config), "--d-ff", "48"]) == 0
+def test_config_file_supplies_settings_and_flags_win(tiny_run):
+    """The module's run was trained with `--config settings.yaml` (warmup_steps 50, d_ff 48) and `--d-ff 64`."""
+    _, out, _ = tiny_run
     saved = json.load(open(os.path.join(out, "config.json")))
-    assert saved["model"]["d_model"] == 16 and saved["model"]["d_ff"] == 48
+    assert saved["training"]["warmup_steps"] == 50 and saved["model"]["d_ff"] == 64
+    assert saved["model"]["d_model"] == 32
 
 
 def test_no_max_minutes_drops_the_config_files_time_budget(tmp_path, capsys):
@@ -284,7 +283,7 @@ def test_cosine_decay_ends_training_at_a_zero_learning_rate(tiny_run, tmp_path, 
     assert rates[1] < 1e-3 * rates[0]  # the last step of the last epoch is the end of the decay
     assert json.load(open(os.path.join(out, "config.json")))["training"]["decay"] == "cosine"
     # The lengths of an epoch and of a validation pass are known up front: Keras does not learn them by running out
-    # of data in the first epoch (the validation set's length was unknown until 2026-11-26).
+    # of data in the first epoch.
     assert not [w for w in recwarn if "ran out of data" in str(w.message)]
 
 

@@ -859,6 +859,12 @@ _fault_case("export", "while the SavedModel is being written", _export_args,
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _machine_neutral(text):
+    """A row's detail without what belongs to the machine and the moment it ran on (a lock's host, process and
+    start time), so that the table reads the same wherever it is written."""
+    return re.sub(r"by process \d+ on \S+ \(since [\d-]+ [\d:]+\)", "by process PID on HOST (since TIME)", text)
+
+
 def write_table(rows, path, seconds, selection):
     counts = {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in OUTCOMES}
     lines = [
@@ -879,7 +885,7 @@ def write_table(rows, path, seconds, selection):
         "|---|---|---|---|---|---|---|",
     ]
     for number, r in enumerate(rows, 1):
-        seen = r["detail"].replace("|", "\\|").replace("\n", " ")
+        seen = _machine_neutral(r["detail"]).replace("|", "\\|").replace("\n", " ")
         seen = re.sub(r"/tmp/[^\s:'\"]*/(?=[^/\s]*)", "", seen)[:240]
         lines.append(f"| {number} | `{r['id']}` | {r['area']} | {r['what']} | "
                      f"{'clear error' if r['expect'] == 'error' else 'works'} | {r['outcome']} | {seen} |")

@@ -5,13 +5,13 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import pytest
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
+from tests.cli_here import cli_here  # noqa: E402
 from tests.importers.marian_files import EN_WORDS  # noqa: E402
 from tests.importers.marian_files import WORDS  # noqa: E402
 from tests.importers.marian_files import make_marian_checkpoint  # noqa: E402
@@ -25,17 +25,6 @@ def cli(*args, stdin=None, env=None, timeout=600):
     return subprocess.run([sys.executable, "-m", "keras_transformer.cli", *args], input=stdin, capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})},
                           timeout=timeout)
-
-
-def cli_here(capsys, *args):
-    """`keras-transformer ARGS` in this process (no TensorFlow import per call), with `cli`'s result fields; for the
-    checks of what the command writes and says, where a fresh process proves nothing more."""
-    from keras_transformer import cli as commands
-
-    capsys.readouterr()
-    returncode = commands.main(list(args))
-    captured = capsys.readouterr()
-    return types.SimpleNamespace(returncode=returncode, stdout=captured.out, stderr=captured.err)
 
 
 def assert_one_line_error(process, *fragments):
@@ -91,9 +80,9 @@ def test_the_run_directory_and_what_it_records(imported, checkpoint):
     assert json.load(open(os.path.join(imported, "imported.json")))["format"] == "marian"
 
 
-def test_translate_beam_1_gives_transformers_greedy_text_line_for_line(imported, checkpoint, texts):
+def test_translate_beam_1_gives_transformers_greedy_text_line_for_line(imported, checkpoint, texts, capsys):
     expected = reference_greedy(checkpoint, texts)
-    process = cli("translate", imported, "--beam-size", "1", stdin="\n".join(texts) + "\n")
+    process = cli_here(capsys, "translate", imported, "--beam-size", "1", stdin="\n".join(texts) + "\n")
     assert process.returncode == 0, process.stderr
     ours = process.stdout.split("\n")[:-1]
     assert len(ours) == len(texts)
@@ -102,7 +91,7 @@ def test_translate_beam_1_gives_transformers_greedy_text_line_for_line(imported,
     assert len(set(expected)) > 25  # a random model that still says different things for different inputs
 
 
-def test_translate_defaults_to_transformers_generate_beam_search(imported, checkpoint, texts):
+def test_translate_defaults_to_transformers_generate_beam_search(imported, checkpoint, texts, capsys):
     """Without flags, `translate` decodes as the checkpoint's generation settings say (OPUS-MT: beam 4, length
     penalty 1.0 by transformers' rule, max_length, </s> forced at the last position), line for line."""
     import torch
@@ -116,7 +105,7 @@ def test_translate_defaults_to_transformers_generate_beam_search(imported, check
     decoding = json.load(open(os.path.join(imported, "decoding.json")))
     assert (decoding["beam_size"], decoding["length_penalty_rule"], decoding["force_end"]) == (4, "transformers",
                                                                                                True)
-    process = cli("translate", imported, stdin="\n".join(texts[:40]) + "\n")
+    process = cli_here(capsys, "translate", imported, stdin="\n".join(texts[:40]) + "\n")
     assert process.returncode == 0, process.stderr
     assert process.stdout.split("\n")[:-1] == expected
 
@@ -160,18 +149,18 @@ def test_exports_translate_like_the_python_translator(imported, tmp_path, texts)
     assert json.loads(process.stdout.splitlines()[-1]) == expected[:20]
 
 
-def test_fine_tuning_an_imported_run_lowers_the_loss_and_translates(imported, tmp_path):
+def test_fine_tuning_an_imported_run_lowers_the_loss_and_translates(imported, tmp_path, capsys):
     src, tgt = sentences(WORDS, 64, seed=11), sentences(EN_WORDS, 64, seed=12)
     (tmp_path / "train.de").write_text("\n".join(src) + "\n", encoding="utf-8")
     (tmp_path / "train.en").write_text("\n".join(tgt) + "\n", encoding="utf-8")
     out = str(tmp_path / "tuned")
-    process = cli("train", "--src", str(tmp_path / "train.de"), "--tgt", str(tmp_path / "train.en"), "--output", out,
-                  "--init-from", imported, "--epochs", "3", "--batch-size", "16", "--warmup-steps", "4",
-                  "--no-jit-compile")
+    process = cli_here(capsys, "train", "--src", str(tmp_path / "train.de"), "--tgt", str(tmp_path / "train.en"),
+                       "--output", out, "--init-from", imported, "--epochs", "3", "--batch-size", "16",
+                       "--warmup-steps", "4", "--no-jit-compile")
     assert process.returncode == 0, process.stderr[-3000:]
     losses = [epoch["loss"] for epoch in json.load(open(os.path.join(out, "history.json")))["epochs"]]
     assert len(losses) == 3 and losses[-1] < losses[0], losses
-    process = cli("translate", out, "--beam-size", "1", stdin="\n".join(src[:5]) + "\n")
+    process = cli_here(capsys, "translate", out, "--beam-size", "1", stdin="\n".join(src[:5]) + "\n")
     assert process.returncode == 0 and len(process.stdout.split("\n")) == 6, process.stderr
 
 

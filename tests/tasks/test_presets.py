@@ -3,6 +3,7 @@
 TensorFlow only: the command line, subprocesses and the SavedModel/TFLite exports are TensorFlow's.
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from keras_transformer.tasks import PresetError
 from keras_transformer.tasks import TransformerSeq2SeqLM
 from keras_transformer.translators.saved_model import SavedModelTranslator
 from keras_transformer.translators.tflite import TFLiteTranslator
+from tests.cli_here import cli_here
 from tests.export.helpers import SENTENCES
 
 pytestmark = pytest.mark.tensorflow_only
@@ -28,13 +30,10 @@ pytestmark = pytest.mark.tensorflow_only
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
-def _cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "keras_transformer.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=ENV, timeout=300)
-
-
-def test_export_preset_loads_with_keras_hub_in_a_fresh_process(run_dir, tmp_path):
+def test_export_preset_loads_with_keras_hub_in_a_fresh_process(run_dir, tmp_path, capsys):
+    """The command line's export and translate (in this process), and keras-hub in a process of its own."""
     preset = str(tmp_path / "preset")
+    _cli = functools.partial(cli_here, capsys)
     done = _cli("export", run_dir, "--preset", preset)
     assert done.returncode == 0, done.stderr
     code = ("import json, keras_hub, keras_transformer\n"
@@ -80,7 +79,7 @@ def _write_old_preset(run_dir, path):
     return path
 
 
-def test_an_older_preset_gets_one_line_saying_how_to_re_export(run_dir, tmp_path):
+def test_an_older_preset_gets_one_line_saying_how_to_re_export(run_dir, tmp_path, capsys):
     old = _write_old_preset(run_dir, str(tmp_path / "old"))
     fix = "keras-transformer export RUN --preset DIR --overwrite"
     with pytest.raises(PresetError, match="older") as error:
@@ -91,7 +90,7 @@ def test_an_older_preset_gets_one_line_saying_how_to_re_export(run_dir, tmp_path
     assert fix in str(error.value)
     with pytest.raises(PresetError, match="older"):
         load_translator(old)
-    done = _cli("translate", old, stdin="a\n")
+    done = cli_here(capsys, "translate", old, stdin="a\n")
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and fix in lines[0], done.stderr
@@ -103,9 +102,10 @@ def test_an_older_preset_gets_one_line_saying_how_to_re_export(run_dir, tmp_path
     (lambda config: config["preprocessor"]["config"].update(decoder_sequence_length=100_000),
      "decoder_sequence_length 100000"),
 ], ids=["num-beams", "length"])
-def test_a_preset_asking_for_more_than_decoding_should_spend_is_refused_in_one_line(run_dir, tmp_path, edit, named):
+def test_a_preset_asking_for_more_than_decoding_should_spend_is_refused_in_one_line(run_dir, tmp_path, edit, named,
+                                                                                  capsys):
     preset = str(tmp_path / "preset")
-    assert _cli("export", run_dir, "--preset", preset).returncode == 0
+    assert cli_here(capsys, "export", run_dir, "--preset", preset).returncode == 0
     with open(os.path.join(preset, "task.json"), encoding="utf-8") as f:
         task = json.load(f)
     edit(task["config"])
@@ -115,7 +115,7 @@ def test_a_preset_asking_for_more_than_decoding_should_spend_is_refused_in_one_l
         TransformerSeq2SeqLM.from_preset(preset)
     with pytest.raises(Exception, match=named):
         keras_hub.models.Seq2SeqLM.from_preset(preset)
-    done = _cli("translate", preset, stdin="a\n")
+    done = cli_here(capsys, "translate", preset, stdin="a\n")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and named in lines[0], done.stderr
 
