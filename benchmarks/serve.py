@@ -162,18 +162,21 @@ def tail(path, lines=30):
         return "(no log)"
 
 
-def export_artifact(run_dir, work, flag="--ctranslate2", name="ct2"):
-    """The directory `keras-transformer export RUN --ctranslate2 DIR` (or `--saved-model DIR`) writes under
-    `work`."""
-    path = os.path.join(work, name)
-    log = os.path.join(work, f"export-{name}.log")
+def export_artifacts(run_dir, work, formats):
+    """`keras-transformer export RUN --ctranslate2 DIR --saved-model DIR` (the `formats` asked for, from `"ct2"`
+    and `"saved_model"`) in one command: `{format: the directory written under work}`."""
+    flags = {"ct2": "--ctranslate2", "saved_model": "--saved-model"}
+    paths = {name: os.path.join(work, name) for name in formats}
+    command = [part for name in formats for part in (flags[name], paths[name])]
+    log = os.path.join(work, "export.log")
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.run(cli_command("export", run_dir, flag, path, "--overwrite"),
+        process = subprocess.run(cli_command("export", run_dir, *command, "--overwrite"),
                                  stdout=out, stderr=subprocess.STDOUT, timeout=1800)
     if process.returncode != 0:
-        raise RuntimeError(f"`keras-transformer export {run_dir} {flag} {path}` failed (exit "
-                           f"{process.returncode}); {name} needs a run directory. The end of its output:\n{tail(log)}")
-    return path
+        raise RuntimeError(f"`keras-transformer export {run_dir} {' '.join(command)}` failed (exit "
+                           f"{process.returncode}); {' and '.join(formats)} need a run directory. The end of its "
+                           f"output:\n{tail(log)}")
+    return paths
 
 
 def proc_status(pid):
@@ -518,12 +521,11 @@ def describe_load():
 def run_table(args, sentences, work):
     rows = []
     artifacts = {"ours": args.artifact, "ours-unbatched": args.artifact, "ours-static": args.artifact}
-    if "ct2" in args.engines:
-        print(f"Exporting {args.artifact} to CTranslate2 in {work} ...", flush=True)
-        artifacts["ct2"] = export_artifact(args.artifact, work)
-    if "saved_model" in args.engines:
-        print(f"Exporting {args.artifact} as a SavedModel in {work} ...", flush=True)
-        artifacts["saved_model"] = export_artifact(args.artifact, work, "--saved-model", "saved_model")
+    formats = [name for name in ("ct2", "saved_model") if name in args.engines]
+    if formats:
+        names = {"ct2": "CTranslate2", "saved_model": "a SavedModel"}
+        print(f"Exporting {args.artifact} to {' and '.join(names[f] for f in formats)} in {work} ...", flush=True)
+        artifacts.update(export_artifacts(args.artifact, work, formats))
     for engine in args.engines:
         server = Server(engine, artifacts[engine], args, os.path.join(work, f"server-{engine}.log"))
         try:
@@ -556,7 +558,7 @@ def run_table(args, sentences, work):
 
 def run_soak(args, sentences, work):
     engine = args.engines[0]
-    artifact = export_artifact(args.artifact, work) if engine == "ct2" else args.artifact
+    artifact = export_artifacts(args.artifact, work, ["ct2"])["ct2"] if engine == "ct2" else args.artifact
     server = Server(engine, artifact, args, os.path.join(work, f"server-{engine}.log"))
     clients = args.soak_clients
     print(f"Soak: {engine} at {clients} clients for {args.soak:g} s after {args.warmup_seconds:g} s of warm-up, the "
