@@ -430,11 +430,13 @@ class TranslatorModule(tf.Module):
         multilingual model's take language codes (`language_signatures`)."""
         if getattr(self.target_tokenizer, "languages", None):
             return multilingual_signatures(self)
+        # Where the export's own decoding is greedy, or a beam as wide as `translate_beam`'s, that signature is
+        # `serving_default`'s function under a second name: traced and saved once.
         return {
             "serving_default": self.translate,
             "translate_with_ids": self.translate_with_ids,
-            "translate_greedy": self.translate_greedy,
-            "translate_beam": self.translate_beam,
+            "translate_greedy": self.translate if self._beam_size == 1 else self.translate_greedy,
+            "translate_beam": self.translate if self._beam_size == self._extra_beam_size else self.translate_beam,
             "n_best": self.n_best,
             "score": self.score_translation,
             "translate_with_prefix": self.translate_with_prefix,
