@@ -8,13 +8,14 @@ import types
 
 
 def cli_here(capsys, *args, stdin=None):
-    """Runs the command with `stdin` (text) as its standard input; returns `returncode`, `stdout` and `stderr`, as
-    `subprocess.run(..., capture_output=True, text=True)` would."""
+    """Runs the command, with `stdin` (text) as its standard input if given (else the test's own); returns
+    `returncode`, `stdout` and `stderr`, as `subprocess.run(..., capture_output=True, text=True)` would."""
     from keras_transformer import cli
 
     capsys.readouterr()
     before = sys.stdin
-    sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode("utf-8")), encoding="utf-8")
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
     try:
         returncode = cli.main([str(arg) for arg in args])
     finally:

@@ -11,13 +11,13 @@ pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 pytest.importorskip("torch")
 
+from tests.cli_here import cli_here  # noqa: E402
 from tests.importers.m2m_100_checkpoint import MAX_NEW  # noqa: E402
 from tests.importers.m2m_100_checkpoint import make_m2m_100_checkpoint  # noqa: E402
 from tests.importers.m2m_100_checkpoint import reference_translations  # noqa: E402
 from tests.importers.m2m_100_checkpoint import sentences  # noqa: E402
 from tests.importers.m2m_100_files import write_nllb_tokenizer_files  # noqa: E402
 from tests.importers.test_marian import assert_one_line_error  # noqa: E402
-from tests.importers.test_marian import cli_here  # noqa: E402
 
 
 @pytest.fixture(scope="module")
