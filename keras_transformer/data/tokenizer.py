@@ -196,8 +196,8 @@ class SubwordTokenizer(Tokenizer):
             if function is None:
                 owner = weakref.ref(self)  # the cached function must not keep its key alive
                 function = _DETOKENIZE_FUNCTIONS[self] = tf.function(
-                    lambda rows: owner()._detokenize_rows(rows), input_signature=[tf.TensorSpec([None, None],
-                                                                                                 tf.int32)])
+                    lambda rows: owner()._detokenize_rows(rows),
+                    input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
             return function(ids)
         return self._detokenize_rows(ids)
 

@@ -49,13 +49,13 @@ def multilingual_signatures(module):
     text = tf.TensorSpec([None], tf.string, name="text")
 
     @tf.function(input_signature=[text, tf.TensorSpec([None], tf.string, name="source_language"),
-                                  tf.TensorSpec([None], tf.string, name="target_language")])
+                                  tf.TensorSpec([None], tf.string, name="target_language")], autograph=False)
     def translate_languages(text, source_language, target_language):
         return run(text, source_language, target_language)
 
     # `serving_default` calls `translate_languages` (each row's default source language): the decoding is traced
     # and saved once, as one function that both signatures call.
-    @tf.function(input_signature=[text, tf.TensorSpec([None], tf.string, name="target_language")])
+    @tf.function(input_signature=[text, tf.TensorSpec([None], tf.string, name="target_language")], autograph=False)
     def translate(text, target_language):
         return translate_languages(text, tf.fill(tf.shape(text), ""), target_language)
 

@@ -129,7 +129,7 @@ def freeze_signature(function, input_name="text", output_name="translation"):
     spec = concrete.structured_input_signature[0][0]
     module = tf.Module()
 
-    @tf.function(input_signature=[tf.TensorSpec(spec.shape, spec.dtype, name=input_name)])
+    @tf.function(input_signature=[tf.TensorSpec(spec.shape, spec.dtype, name=input_name)], autograph=False)
     def serving(text):
         return {output_name: tf.nest.flatten(frozen(text))[0]}
 
@@ -166,7 +166,8 @@ def ids_function(module):
         return {"token_ids": tf.cast(tokens, tf.int32)}
 
     return tf.function(decode, input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids"),
-                                                tf.TensorSpec([None], tf.int32, name="target_language_ids")])
+                                                tf.TensorSpec([None], tf.int32, name="target_language_ids")],
+                       autograph=False)
 
 
 def _with_weights(function, translator):

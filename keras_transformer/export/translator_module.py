@@ -366,37 +366,37 @@ class TranslatorModule(tf.Module):
         `jit_compile=False`: the converter needs plain graph ops)."""
         return tf.function(
             lambda text: {"translation": self.run(text, self._beam_size, jit_compile=jit_compile)[0]},
-            input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False,
         )
 
     # ----------------------------------------------------------------------------------------------------------
     # Signatures.
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def translate(self, text):
         """`serving_default`: `text` `[B]` -> `{"translation": [B]}` with the export's decoding."""
         translation, _, _ = self.run(text, self._beam_size)
         return {"translation": translation}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def translate_with_ids(self, text):
         """`text` `[B]` -> `{"translation", "token_ids", "scores"}` with the export's decoding."""
         translation, tokens, scores = self.run(text, self._beam_size, with_scores=True)
         return {"translation": translation, "token_ids": tokens, "scores": scores}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def translate_greedy(self, text):
         """`text` `[B]` -> `{"translation": [B]}` by greedy decoding."""
         translation, _, _ = self.run(text, 1)
         return {"translation": translation}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def translate_beam(self, text):
         """`text` `[B]` -> `{"translation": [B]}` by beam search of width `extra_beam_size`."""
         translation, _, _ = self.run(text, self._extra_beam_size)
         return {"translation": translation}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def n_best(self, text):
         """`text` `[B]` -> `{"translations": [B, K], "scores": [B, K]}`: the K = `extra_beam_size` best of a beam
         that wide, best first (`scores` length-penalized; `loop_ops.NEG` for a hypothesis that did not end)."""
@@ -404,7 +404,7 @@ class TranslatorModule(tf.Module):
         return {"translations": translations, "scores": scores}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
-                                  tf.TensorSpec([None], tf.string, name="translation")])
+                                  tf.TensorSpec([None], tf.string, name="translation")], autograph=False)
     def score_translation(self, text, translation):
         """`text`, `translation` `[B]` -> `{"score": [B], "token_scores": [B, T], "token_ids": [B, T], "tokens":
         [B, T]}`: the log-probability of each given translation (its tokens and `[END]`, cut at `max_length`), in
@@ -418,7 +418,7 @@ class TranslatorModule(tf.Module):
                 "tokens": tokens}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
-                                  tf.TensorSpec([None], tf.string, name="prefix")])
+                                  tf.TensorSpec([None], tf.string, name="prefix")], autograph=False)
     def translate_with_prefix(self, text, prefix):
         """`text`, `prefix` `[B]` -> `{"translation": [B]}`: the export's decoding, forced through each prefix's
         tokens first."""

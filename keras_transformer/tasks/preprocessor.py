@@ -207,7 +207,7 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         strings, ids = tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32)
         function = functions.get(lengths, lambda: tf.function(
             lambda a, b, c, d: self._generate_inputs(a, b, c, d, *lengths),
-            input_signature=[strings, strings, ids, ids]))
+            input_signature=[strings, strings, ids, ids], autograph=False))
         return function(sources, prompts, *languages)
 
     def _generate_inputs(self, sources, prompts, source_ids, target_ids, encoder_length, decoder_length):
@@ -234,7 +234,8 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         if function is None:
             function = self.__dict__["_postprocess_function"] = tf.function(
                 lambda ids, mask: self.target.inner.detokenize(tf.where(mask, ids, 0)),
-                input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.bool)])
+                input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.bool)],
+                autograph=False)
         return [text.decode("utf-8") for text in function(ids, mask).numpy().tolist()]
 
     def get_config(self):
