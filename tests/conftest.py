@@ -61,6 +61,17 @@ def pytest_runtest_protocol(item, nextitem):
 BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/backends/", "tests/tasks/")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under `KERAS_BACKEND=jax` or `torch`, the test files outside the backend-agnostic directories are not even
+    imported (their imports, TensorFlow's export and serving stacks among them, cost each worker seconds)."""
+    if keras.backend.backend() == "tensorflow" or collection_path.is_dir() or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    path = os.path.relpath(str(collection_path), config.rootpath).replace(os.sep, "/")
+    return None if path.startswith(BACKEND_AGNOSTIC) else True
+
+
 def pytest_collection_modifyitems(config, items):
     """Under `KERAS_BACKEND=jax` or `torch`, keep only the backend-agnostic tests, and of a parametrized one its
     first case (the TensorFlow pass runs every case; the other cases vary the inputs, not the backend's code path),
