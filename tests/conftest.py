@@ -64,9 +64,8 @@ BACKEND_AGNOSTIC = ("tests/layers/", "tests/models/", "tests/decoding/", "tests/
 def pytest_ignore_collect(collection_path, config):
     """Under `KERAS_BACKEND=jax` or `torch`, the test files outside the backend-agnostic directories are not even
     imported (their imports, TensorFlow's export and serving stacks among them, cost each worker seconds)."""
-    if keras.backend.backend() == "tensorflow" or collection_path.is_dir() or collection_path.suffix != ".py":
-        return None
-    if not collection_path.name.startswith("test_"):
+    if keras.backend.backend() == "tensorflow" or not (collection_path.name.startswith("test_")
+                                                       and collection_path.suffix == ".py"):
         return None
     path = os.path.relpath(str(collection_path), config.rootpath).replace(os.sep, "/")
     return None if path.startswith(BACKEND_AGNOSTIC) else True

@@ -249,8 +249,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM, BaseTranslator):
             def generate_function(inputs, stop_token_ids=None):
                 key = (tuple((name, tuple(value.shape)) for name, value in sorted(inputs.items())),
                        tuple(stop_token_ids or ()))
-                function = functions.get(key, lambda: tf.function(self.generate_step, jit_compile=True,
-                                                                                 autograph=False))
+                function = functions.get(
+                    key, lambda: tf.function(self.generate_step, jit_compile=True, autograph=False))
                 return function(inputs, stop_token_ids=stop_token_ids)
 
             self.generate_function = generate_function
